@@ -1,0 +1,261 @@
+"""``PolicyChain`` and ``default_chain``: compose policies over projections, plan once."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from baseaicore import ValidationError
+
+from cutctx._draft import BuiltinPolicy, Draft, Group
+from cutctx._drop import DropOldestPolicy
+from cutctx._executor import masked_turn, summary_turn
+from cutctx._invariants import Layout, layout
+from cutctx._masking import ObservationMaskingPolicy
+from cutctx._summarizing import SummarizingPolicy
+from cutctx._typing import CompactionPolicy
+from cutctx._values import (
+    Action,
+    CompactionBudget,
+    Transcript,
+    TranscriptTurn,
+    TurnReplacement,
+    group_id_for,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["PolicyChain", "default_chain"]
+
+
+class PolicyChain(BuiltinPolicy):
+    """Runs its members in order while the projected view is over budget, and plans once.
+
+    Each member decides over a *projection* of the view the decisions so far would produce:
+    masked turns carry their stubs and each summary group is one assistant stand-in priced at
+    its ``target_tokens``. A member's action on a stand-in applies to every turn of its group
+    (dropping it drops them all and retires the request; folding it into a new summary merges
+    the groups). The one plan is built at the end, against the real transcript. A chain keeps
+    the first estimator ratio (or name) any member recorded.
+
+    Raises:
+        ValidationError: for an empty chain, a member that is not a policy, or a member that
+            masks a summary stand-in.
+    """
+
+    __slots__ = ("_name", "_policies")
+
+    _VERSION: Final = "1.0.0"
+
+    def __init__(self, policies: Iterable[CompactionPolicy]) -> None:
+        members = tuple(policies) if not isinstance(policies, str) else ()
+        if not members:
+            raise ValidationError(
+                "PolicyChain needs at least one policy", details={"field": "PolicyChain.policies"}
+            )
+        for position, member in enumerate(members):
+            if not isinstance(member, CompactionPolicy):
+                raise ValidationError(
+                    f"PolicyChain.policies[{position}] is not a policy "
+                    f"(needs name, version and decide), got {type(member).__name__}",
+                    details={"field": "PolicyChain.policies", "index": position},
+                )
+        self._policies = members
+        self._name = "chain(" + "+".join(f"{p.name}@{p.version}" for p in members) + ")"
+
+    @property
+    def name(self) -> str:
+        """``chain(`` + each member's ``name@version`` joined by ``+`` + ``)``."""
+        return self._name
+
+    @property
+    def version(self) -> str:
+        """The chain's own behaviour version, ``1.0.0``."""
+        return self._VERSION
+
+    @property
+    def policies(self) -> tuple[CompactionPolicy, ...]:
+        """The members, in the order they run."""
+        return self._policies
+
+    def __repr__(self) -> str:
+        return f"PolicyChain({list(self._policies)!r})"
+
+    def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
+        state = _State(transcript)
+        view, origin = transcript, list(range(len(transcript.turns)))
+        view_shape: Layout | None = shape
+        for member in self._policies:
+            if view.token_estimate() <= budget.max_tokens:
+                break
+            if view_shape is None:
+                view_shape = layout(view, budget)
+            state.absorb(member, origin, _member_draft(member, view, budget, view_shape))
+            view, origin = state.project()
+            view_shape = None
+        return state.draft()
+
+
+def default_chain(
+    *,
+    prompt_id: str,
+    keep_recent_results: int = 2,
+    target_ratio: float = 0.2,
+    min_span_turns: int = 4,
+) -> PolicyChain:
+    """Return masking → summarizing → drop-oldest: free first, then one model call, then loss.
+
+    >>> default_chain(prompt_id="summaries/v1").name
+    'chain(observation_masking@1.0.0+summarizing@1.0.0+drop_oldest@1.0.0)'
+    """
+    return PolicyChain(
+        (
+            ObservationMaskingPolicy(keep_recent_results),
+            SummarizingPolicy(prompt_id, target_ratio, min_span_turns),
+            DropOldestPolicy(),
+        )
+    )
+
+
+def _member_draft(
+    member: CompactionPolicy, view: Transcript, budget: CompactionBudget, shape: Layout
+) -> Draft:
+    """Decide over ``view``: built-in members draft directly, others through their plan."""
+    if isinstance(member, BuiltinPolicy):
+        return member._draft(view, budget, shape)
+    plan = member.decide(view, budget)
+    if tuple(action.turn_id for action in plan.actions) != view.turn_ids():
+        raise ValidationError(
+            f"chain member {member.name}@{member.version} returned a plan for another transcript",
+            details={"policy": member.name, "version": member.version},
+        )
+    position = {turn.turn_id: index for index, turn in enumerate(view.turns)}
+    draft = Draft([action.action for action in plan.actions])
+    for index, action in enumerate(plan.actions):
+        if action.replacement is not None:
+            draft.replacements[index] = action.replacement
+    draft.groups = [
+        Group(
+            [position[turn_id] for turn_id in request.turn_ids],
+            request.target_tokens,
+            request.prompt_id,
+        )
+        for request in plan.summarization_requests
+    ]
+    draft.estimator_ratio = plan.estimator_ratio
+    draft.estimator_name = plan.estimator_name
+    return draft
+
+
+class _State:
+    """The chain's decisions so far, over the real transcript's turn indices."""
+
+    __slots__ = (
+        "actions",
+        "estimator_name",
+        "estimator_ratio",
+        "group_of",
+        "groups",
+        "masked",
+        "next_key",
+        "replacements",
+        "transcript",
+    )
+
+    def __init__(self, transcript: Transcript) -> None:
+        self.transcript = transcript
+        self.actions = [Action.KEEP] * len(transcript.turns)
+        self.replacements: dict[int, TurnReplacement] = {}
+        self.masked: dict[int, TranscriptTurn] = {}
+        self.group_of: dict[int, int] = {}
+        self.groups: dict[int, Group] = {}
+        self.next_key = 0
+        self.estimator_ratio: float | None = None
+        self.estimator_name: str | None = None
+
+    def absorb(self, member: CompactionPolicy, origin: list[int], draft: Draft) -> None:
+        """Map a member's draft over the projection back onto the real turns.
+
+        ``origin[p]`` is the real index behind projected turn ``p``, or ``~key`` (a negative
+        number) for the stand-in of group ``key``.
+        """
+        if self.estimator_ratio is None and self.estimator_name is None:
+            self.estimator_ratio = draft.estimator_ratio
+            self.estimator_name = draft.estimator_name
+        for position, kind in enumerate(draft.actions):
+            if kind is Action.KEEP or kind is Action.SUMMARIZE:
+                continue
+            source = origin[position]
+            if kind is Action.MASK:
+                if source < 0:
+                    raise ValidationError(
+                        f"chain member {member.name}@{member.version} masked a summary stand-in",
+                        details={"policy": member.name, "version": member.version},
+                    )
+                self.actions[source] = Action.MASK
+                self.replacements[source] = draft.replacements[position]
+                self.masked.pop(source, None)
+            else:
+                for index in self._reals(source):
+                    self.actions[index] = Action.DROP
+                    self.replacements.pop(index, None)
+        for group in draft.groups:
+            members: list[int] = []
+            for position in group.members:
+                members.extend(self._reals(origin[position]))
+            members.sort()
+            key = self.next_key
+            self.next_key += 1
+            for index in members:
+                self.actions[index] = Action.SUMMARIZE
+                self.replacements.pop(index, None)
+                self.group_of[index] = key
+            self.groups[key] = Group(members, group.target_tokens, group.prompt_id)
+
+    def _reals(self, source: int) -> list[int]:
+        """Return the real indices behind one projected turn, retiring a stand-in's group."""
+        if source >= 0:
+            return [source]
+        group = self.groups.pop(~source)
+        for index in group.members:
+            del self.group_of[index]
+        return group.members
+
+    def project(self) -> tuple[Transcript, list[int]]:
+        """Return the view the decisions so far would produce, and each turn's origin."""
+        turns = self.transcript.turns
+        view: list[TranscriptTurn] = []
+        origin: list[int] = []
+        keep, mask, summarize = Action.KEEP, Action.MASK, Action.SUMMARIZE
+        for index, kind in enumerate(self.actions):
+            if kind is keep:
+                view.append(turns[index])
+            elif kind is mask:
+                turn = self.masked.get(index)
+                if turn is None:
+                    turn = masked_turn(turns[index], self.replacements[index])
+                    self.masked[index] = turn
+                view.append(turn)
+            elif kind is summarize:
+                key = self.group_of[index]
+                group = self.groups[key]
+                if group.members[0] != index:
+                    continue
+                ids = [turns[member].turn_id for member in group.members]
+                view.append(summary_turn(group_id_for(ids), "", group.target_tokens, len(ids)))
+                origin.append(~key)
+                continue
+            else:
+                continue
+            origin.append(index)
+        return Transcript(tuple(view)), origin
+
+    def draft(self) -> Draft:
+        """Return the decisions as a draft over the real transcript."""
+        return Draft(
+            self.actions,
+            self.replacements,
+            list(self.groups.values()),
+            self.estimator_ratio,
+            self.estimator_name,
+        )

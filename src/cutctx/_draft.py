@@ -1,0 +1,170 @@
+"""The working form of a decision, shared by the built-in policies and the chain.
+
+A policy decides into a ``Draft`` (one ``Action`` per turn index, the replacements of masked
+turns and the summary groups), and ``build_plan`` turns a draft into the one ``CompactionPlan``,
+computing the group ids, the requests and the figures. The chain composes drafts over projections
+and calls ``build_plan`` once, against the real transcript.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from baseaicore import ValidationError
+
+from cutctx._estimators import CharRatioEstimator
+from cutctx._invariants import Layout, layout
+from cutctx._plan import CompactionPlan
+from cutctx._values import (
+    Action,
+    CompactionBudget,
+    SummarizationRequest,
+    Transcript,
+    TurnAction,
+    TurnReplacement,
+    group_id_for,
+)
+
+if TYPE_CHECKING:
+    from cutctx._typing import TokenEstimator
+
+__all__ = ["BuiltinPolicy", "Draft", "Group", "build_plan", "estimator_marks"]
+
+
+@dataclass(slots=True)
+class Group:
+    """One summary group: its turn indices in order, the target size and the prompt record."""
+
+    members: list[int]
+    target_tokens: int
+    prompt_id: str
+
+
+@dataclass(slots=True)
+class Draft:
+    """A decision in the making, indexed by turn position."""
+
+    actions: list[Action]
+    replacements: dict[int, TurnReplacement] = field(default_factory=dict)
+    groups: list[Group] = field(default_factory=list)
+    estimator_ratio: float | None = None
+    estimator_name: str | None = None
+
+
+def keep_all(transcript: Transcript) -> Draft:
+    """Return the draft that keeps every turn."""
+    return Draft([Action.KEEP] * len(transcript.turns))
+
+
+def estimator_marks(estimator: TokenEstimator) -> tuple[float | None, str | None]:
+    """Return what a plan records about the estimator that priced it: ratio, or name."""
+    if isinstance(estimator, CharRatioEstimator):
+        return estimator.chars_per_token, None
+    name = getattr(estimator, "name", None)
+    if isinstance(name, str) and name:
+        return None, name
+    kind = type(estimator)
+    return None, f"{kind.__module__}.{kind.__qualname__}"
+
+
+def build_plan(
+    transcript: Transcript,
+    budget: CompactionBudget,
+    draft: Draft,
+    policy_name: str,
+    policy_version: str,
+) -> CompactionPlan:
+    """Turn ``draft`` into a ``CompactionPlan`` for ``transcript`` (the gate runs inside)."""
+    turns = transcript.turns
+    group_ids: dict[int, str] = {}
+    requests: list[SummarizationRequest] = []
+    for group in sorted(draft.groups, key=lambda g: g.members[0]):
+        ids = tuple(turns[index].turn_id for index in group.members)
+        group_id = group_id_for(ids)
+        for index in group.members:
+            group_ids[index] = group_id
+        requests.append(SummarizationRequest(group_id, ids, group.target_tokens, group.prompt_id))
+
+    keep, mask, summarize = Action.KEEP, Action.MASK, Action.SUMMARIZE
+    actions: list[TurnAction] = []
+    after = 0
+    for index, (turn, kind) in enumerate(zip(turns, draft.actions, strict=True)):
+        if kind is keep:
+            actions.append(TurnAction(turn.turn_id, keep))
+            after += turn.token_estimate
+        elif kind is mask:
+            replacement = draft.replacements[index]
+            actions.append(TurnAction(turn.turn_id, mask, None, replacement))
+            after += replacement.token_estimate
+        elif kind is summarize:
+            actions.append(TurnAction(turn.turn_id, summarize, group_ids[index]))
+        else:
+            actions.append(TurnAction(turn.turn_id, kind))
+    after += sum(request.target_tokens for request in requests)
+    return CompactionPlan(
+        tuple(actions),
+        tuple(requests),
+        transcript.token_estimate(),
+        after,
+        policy_name,
+        policy_version,
+        draft.estimator_ratio,
+        after > budget.max_tokens,
+        transcript=transcript,
+        budget=budget,
+        estimator_name=draft.estimator_name,
+    )
+
+
+class BuiltinPolicy(ABC):
+    """Base of cutctx's own policies: decide into a draft, then build the one plan.
+
+    The chain calls ``_draft`` directly on projections, so composing built-in policies builds no
+    intermediate plan.
+    """
+
+    __slots__ = ()
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The policy's stable name."""
+
+    @property
+    @abstractmethod
+    def version(self) -> str:
+        """The version of the policy's behaviour."""
+
+    @abstractmethod
+    def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
+        """Decide over ``transcript``; ``shape`` is its layout, already known to be satisfiable."""
+
+    def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+        """Return the plan for ``transcript`` under ``budget``.
+
+        Raises:
+            BudgetUnsatisfiable: if the untouchable turns alone are over the budget.
+            ValidationError: if ``transcript`` or ``budget`` is not a cutctx value.
+        """
+        shape = checked_layout(transcript, budget)
+        draft = self._draft(transcript, budget, shape)
+        return build_plan(transcript, budget, draft, self.name, self.version)
+
+
+def checked_layout(transcript: Transcript, budget: CompactionBudget) -> Layout:
+    """Return the layout of ``transcript`` after checking the arguments and satisfiability."""
+    if not isinstance(transcript, Transcript):
+        raise ValidationError(
+            f"decide() needs a cutctx.Transcript, got {type(transcript).__name__}",
+            details={"field": "transcript"},
+        )
+    if not isinstance(budget, CompactionBudget):
+        raise ValidationError(
+            f"decide() needs a cutctx.CompactionBudget, got {type(budget).__name__}",
+            details={"field": "budget"},
+        )
+    shape = layout(transcript, budget)
+    shape.require_satisfiable(budget)
+    return shape

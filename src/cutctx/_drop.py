@@ -1,0 +1,63 @@
+"""``DropOldestPolicy``: the deterministic last resort."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from cutctx._draft import BuiltinPolicy, Draft, keep_all
+from cutctx._values import Action, CompactionBudget, Transcript
+
+if TYPE_CHECKING:
+    from cutctx._invariants import Layout
+
+__all__ = ["DropOldestPolicy"]
+
+
+class DropOldestPolicy(BuiltinPolicy):
+    """Drops whole exchanges (and lone turns), oldest first, until the budget fits.
+
+    An exchange is every turn sharing a ``tool_call_id``, however far apart; it is as old as its
+    earliest member, and it is skipped whole when any member is untouchable. With nothing pinned
+    and ``protected_recent_turns=0`` it drops down to an empty view if the budget needs that.
+
+    >>> from cutctx import CompactionBudget, Role, Transcript, TranscriptTurn
+    >>> t = Transcript((TranscriptTurn("u1", Role.USER, "a", 5),
+    ...                 TranscriptTurn("u2", Role.USER, "b", 5)))
+    >>> [a.action.value for a in DropOldestPolicy().decide(t, CompactionBudget(6, 0)).actions]
+    ['drop', 'keep']
+    """
+
+    __slots__ = ()
+
+    _NAME: Final = "drop_oldest"
+    _VERSION: Final = "1.0.0"
+
+    @property
+    def name(self) -> str:
+        """``drop_oldest``."""
+        return self._NAME
+
+    @property
+    def version(self) -> str:
+        """``1.0.0``."""
+        return self._VERSION
+
+    def __repr__(self) -> str:
+        return "DropOldestPolicy()"
+
+    def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
+        total = transcript.token_estimate()
+        if total <= budget.max_tokens:
+            return keep_all(transcript)
+        turns = transcript.turns
+        actions = [Action.KEEP] * len(turns)
+        drop = Action.DROP
+        for unit, members in enumerate(shape.units):
+            if total <= budget.max_tokens:
+                break
+            if shape.locked[unit]:
+                continue
+            for index in members:
+                actions[index] = drop
+                total -= turns[index].token_estimate
+        return Draft(actions)

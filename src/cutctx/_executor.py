@@ -1,0 +1,210 @@
+"""``CompactionExecutor``: applies a plan, with the caller's summaries, to make the view."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from baseaicore import ValidationError
+
+from cutctx._errors import PlanTranscriptMismatch, SummaryMissing
+from cutctx._plan import CompactionPlan
+from cutctx._report import CompactedTranscript, CompactionReport
+from cutctx._values import (
+    EMPTY_METADATA,
+    SUMMARY_TURN_ID_PREFIX,
+    Action,
+    Role,
+    Transcript,
+    TranscriptTurn,
+    TurnReplacement,
+)
+
+__all__ = ["CompactionExecutor", "masked_turn", "summary_turn"]
+
+_MAX_IDS = 10
+
+
+def masked_turn(turn: TranscriptTurn, replacement: TurnReplacement) -> TranscriptTurn:
+    """Return ``turn`` with its body replaced: same id, role, call id, pin and position."""
+    metadata = dict(turn.metadata)
+    metadata["cutctx.kind"] = "masked"
+    return TranscriptTurn(
+        turn.turn_id,
+        turn.role,
+        replacement.content,
+        replacement.token_estimate,
+        turn.tool_call_id,
+        turn.pinned,
+        MappingProxyType(metadata),
+    )
+
+
+def summary_turn(group_id: str, content: str, target_tokens: int, replaced: int) -> TranscriptTurn:
+    """Return the assistant turn that stands for a summary group, priced at its target."""
+    return TranscriptTurn(
+        SUMMARY_TURN_ID_PREFIX + group_id,
+        Role.ASSISTANT,
+        content,
+        target_tokens,
+        None,
+        pinned=False,
+        metadata=MappingProxyType(
+            {
+                "cutctx.kind": "summary",
+                "cutctx.summary_group": group_id,
+                "cutctx.replaced_turn_count": str(replaced),
+            }
+        ),
+    )
+
+
+class CompactionExecutor:
+    """Applies a plan to the transcript it was built for; it never calls a model.
+
+    >>> from cutctx import CompactionBudget, DropOldestPolicy, Role, Transcript, TranscriptTurn
+    >>> t = Transcript((TranscriptTurn("u", Role.USER, "hi", 1),))
+    >>> plan = DropOldestPolicy().decide(t, CompactionBudget(max_tokens=10))
+    >>> CompactionExecutor().apply(t, plan).transcript.turn_ids()
+    ('u',)
+    """
+
+    __slots__ = ()
+
+    def apply(
+        self,
+        transcript: Transcript,
+        plan: CompactionPlan,
+        summaries: Mapping[str, str] = EMPTY_METADATA,
+    ) -> CompactedTranscript:
+        """Return the compacted view and its report; the input is never changed.
+
+        Kept turns are the same objects; a masked turn keeps its id, role, ``tool_call_id`` and
+        position; each summary group becomes one assistant turn at its earliest turn's position.
+        Summaries for groups the plan does not name are ignored.
+
+        Raises:
+            PlanTranscriptMismatch: if ``plan`` was not built for ``transcript``.
+            SummaryMissing: naming the first request without a summary.
+            ValidationError: if an argument is of the wrong type or a summary is not a string.
+        """
+        if not isinstance(transcript, Transcript):
+            raise _wrong("transcript", "a cutctx.Transcript", transcript)
+        if not isinstance(plan, CompactionPlan):
+            raise _wrong("plan", "a cutctx.CompactionPlan", plan)
+        if not isinstance(summaries, Mapping):
+            raise _wrong("summaries", "a mapping of group id to summary text", summaries)
+        _check_belongs(transcript, plan)
+        requests = plan.summarization_requests
+        missing = [request.group_id for request in requests if request.group_id not in summaries]
+        if missing:
+            raise SummaryMissing(
+                f"no summary was supplied for group {missing[0]!r}",
+                details={"group_id": missing[0], "missing_group_ids": missing},
+            )
+        texts: dict[str, str] = {}
+        for request in requests:
+            text = summaries[request.group_id]
+            if not isinstance(text, str):
+                raise _wrong(f"summaries[{request.group_id!r}]", "a string", text)
+            texts[request.group_id] = text
+        return _build(transcript, plan, texts)
+
+
+def _build(
+    transcript: Transcript, plan: CompactionPlan, texts: dict[str, str]
+) -> CompactedTranscript:
+    targets = {request.group_id: request for request in plan.summarization_requests}
+    view: list[TranscriptTurn] = []
+    kept: list[str] = []
+    masked: list[str] = []
+    summarized: list[str] = []
+    dropped: list[str] = []
+    summary_ids: list[str] = []
+    keep, mask, summarize = Action.KEEP, Action.MASK, Action.SUMMARIZE
+    for turn, action in zip(transcript.turns, plan.actions, strict=True):
+        kind = action.action
+        if kind is keep:
+            view.append(turn)
+            kept.append(turn.turn_id)
+        elif kind is mask:
+            assert action.replacement is not None  # noqa: S101 - guaranteed by TurnAction
+            view.append(masked_turn(turn, action.replacement))
+            masked.append(turn.turn_id)
+        elif kind is summarize:
+            summarized.append(turn.turn_id)
+            group = action.summary_group
+            assert group is not None  # noqa: S101 - guaranteed by TurnAction
+            request = targets.get(group)
+            if request is not None and request.turn_ids[0] == turn.turn_id:
+                summary = summary_turn(
+                    group, texts[group], request.target_tokens, len(request.turn_ids)
+                )
+                view.append(summary)
+                summary_ids.append(summary.turn_id)
+        else:
+            dropped.append(turn.turn_id)
+    report = CompactionReport(
+        plan_hash=plan.plan_hash,
+        policy_name=plan.policy_name,
+        policy_version=plan.policy_version,
+        tokens_before=plan.tokens_before,
+        tokens_after_estimate=plan.tokens_after_estimate,
+        estimator_ratio=plan.estimator_ratio,
+        budget_unmet=plan.budget_unmet,
+        turns_before=len(transcript.turns),
+        turns_after=len(view),
+        kept_turn_ids=tuple(kept),
+        masked_turn_ids=tuple(masked),
+        summarized_turn_ids=tuple(summarized),
+        dropped_turn_ids=tuple(dropped),
+        summary_turn_ids=tuple(summary_ids),
+        estimator_name=plan.estimator_name,
+    )
+    return CompactedTranscript(Transcript(tuple(view)), report)
+
+
+def _check_belongs(transcript: Transcript, plan: CompactionPlan) -> None:
+    """Raise ``PlanTranscriptMismatch`` unless ``plan`` names exactly ``transcript``'s turns."""
+    turns = transcript.turns
+    actions = plan.actions
+    same = len(turns) == len(actions) and all(
+        turn.turn_id == action.turn_id for turn, action in zip(turns, actions, strict=True)
+    )
+    total = transcript.token_estimate()
+    if same and total == plan.tokens_before:
+        return
+    present = [turn.turn_id for turn in turns]
+    planned = [action.turn_id for action in actions]
+    present_set, planned_set = set(present), set(planned)
+    unknown = sorted(planned_set - present_set)
+    unplanned = sorted(present_set - planned_set)
+    common = present_set & planned_set
+    order_differs = [i for i in present if i in common] != [i for i in planned if i in common]
+    details: dict[str, object] = {
+        "unknown_turn_ids": unknown[:_MAX_IDS],
+        "unknown_turn_count": len(unknown),
+        "unplanned_turn_ids": unplanned[:_MAX_IDS],
+        "unplanned_turn_count": len(unplanned),
+        "order_differs": order_differs,
+    }
+    if same:
+        details["plan_tokens_before"] = plan.tokens_before
+        details["transcript_tokens"] = total
+        message = (
+            f"the plan was built for {plan.tokens_before} tokens of these turns, "
+            f"the transcript now holds {total}"
+        )
+    else:
+        message = (
+            f"the plan was built for another transcript: {len(unknown)} unknown and "
+            f"{len(unplanned)} unplanned turn ids" + (", order differs" if order_differs else "")
+        )
+    raise PlanTranscriptMismatch(message, details=details)
+
+
+def _wrong(name: str, expected: str, value: object) -> ValidationError:
+    return ValidationError(
+        f"apply() {name} must be {expected}, got {type(value).__name__}",
+        details={"field": name, "expected": expected},
+    )

@@ -1,0 +1,141 @@
+"""``SummarizingPolicy``: fold the oldest removable span into one summary request."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from baseaicore import ValidationError
+
+from cutctx._draft import BuiltinPolicy, Draft, Group, keep_all
+from cutctx._values import Action, CompactionBudget, Transcript, check_count, check_str
+
+if TYPE_CHECKING:
+    from cutctx._invariants import Layout
+
+__all__ = ["SummarizingPolicy"]
+
+
+class SummarizingPolicy(BuiltinPolicy):
+    """Plans one summary of the oldest contiguous span of removable, whole exchanges.
+
+    The span is the oldest maximal run of adjacent turns whose exchanges hold no untouchable
+    turn, narrowed until every exchange it touches lies wholly inside it, and taken only if at
+    least ``min_span_turns`` long; the whole span is folded into one ``SummarizationRequest``
+    (one model call) whose ``target_tokens`` is ``max(1, round(span_tokens * target_ratio))``
+    (Python's ``round``: half to even). Nothing is planned when the transcript already fits.
+
+    Raises:
+        ValidationError: for an empty ``prompt_id``, a ``target_ratio`` outside ``(0, 1]`` or a
+            ``min_span_turns`` below 1.
+    """
+
+    __slots__ = ("_min_span_turns", "_prompt_id", "_target_ratio")
+
+    _NAME: Final = "summarizing"
+    _VERSION: Final = "1.0.0"
+
+    def __init__(self, prompt_id: str, target_ratio: float = 0.2, min_span_turns: int = 4) -> None:
+        self._prompt_id = check_str("SummarizingPolicy", "prompt_id", prompt_id)
+        if (
+            isinstance(target_ratio, bool)
+            or not isinstance(target_ratio, int | float)
+            or not 0 < target_ratio <= 1
+        ):
+            raise ValidationError(
+                f"SummarizingPolicy.target_ratio must be a number in (0, 1], got {target_ratio!r}",
+                details={"field": "SummarizingPolicy.target_ratio"},
+            )
+        self._target_ratio = float(target_ratio)
+        self._min_span_turns = check_count("SummarizingPolicy", "min_span_turns", min_span_turns)
+        if self._min_span_turns < 1:
+            raise ValidationError(
+                "SummarizingPolicy.min_span_turns must be at least 1, got 0",
+                details={"field": "SummarizingPolicy.min_span_turns"},
+            )
+
+    @property
+    def name(self) -> str:
+        """``summarizing``."""
+        return self._NAME
+
+    @property
+    def version(self) -> str:
+        """``1.0.0``."""
+        return self._VERSION
+
+    @property
+    def prompt_id(self) -> str:
+        """The caller's prompt record that every request names."""
+        return self._prompt_id
+
+    @property
+    def target_ratio(self) -> float:
+        """The fraction of the span's tokens a summary should aim for."""
+        return self._target_ratio
+
+    @property
+    def min_span_turns(self) -> int:
+        """The shortest span worth a summary."""
+        return self._min_span_turns
+
+    def __repr__(self) -> str:
+        return (
+            f"SummarizingPolicy(prompt_id={self._prompt_id!r}, target_ratio={self._target_ratio!r}"
+            f", min_span_turns={self._min_span_turns})"
+        )
+
+    def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
+        if transcript.token_estimate() <= budget.max_tokens:
+            return keep_all(transcript)
+        span = oldest_span(shape, self._min_span_turns)
+        draft = keep_all(transcript)
+        if span is None:
+            return draft
+        first, last = span
+        members = list(range(first, last + 1))
+        for index in members:
+            draft.actions[index] = Action.SUMMARIZE
+        turns = transcript.turns
+        span_tokens = sum(turns[index].token_estimate for index in members)
+        target = max(1, round(span_tokens * self._target_ratio))
+        draft.groups.append(Group(members, target, self._prompt_id))
+        return draft
+
+
+def oldest_span(shape: Layout, min_turns: int) -> tuple[int, int] | None:
+    """Return the oldest span (first, last) of at least ``min_turns`` removable whole exchanges.
+
+    Runs of removable turns are split at every turn whose exchange reaches outside the piece it
+    sits in, until each piece holds only whole exchanges; the first piece long enough wins.
+    """
+    units, unit_of, locked = shape.units, shape.unit_of, shape.locked
+    count = len(unit_of)
+    pieces: list[tuple[int, int]] = []
+    index = count - 1
+    # Runs are pushed newest first, so the stack pops them oldest first.
+    while index >= 0:
+        if locked[unit_of[index]]:
+            index -= 1
+            continue
+        last = index
+        while index >= 0 and not locked[unit_of[index]]:
+            index -= 1
+        pieces.append((index + 1, last))
+    while pieces:
+        first, last = pieces.pop()
+        if last - first + 1 < min_turns:
+            continue
+        outside = [
+            position
+            for position in range(first, last + 1)
+            if units[unit_of[position]][0] < first or units[unit_of[position]][-1] > last
+        ]
+        if not outside:
+            return first, last
+        bounds = [first - 1, *outside, last + 1]
+        pieces.extend(
+            (bounds[k] + 1, bounds[k + 1] - 1)
+            for k in range(len(bounds) - 2, -1, -1)
+            if bounds[k + 1] - bounds[k] > 1
+        )
+    return None

@@ -1,0 +1,294 @@
+"""The values cutctx speaks in: turns, transcripts, budgets and the parts of a plan.
+
+Every value is a frozen, slotted dataclass that refuses bad fields where it is born, with a
+``baseaicore.ValidationError`` naming the field. Nothing here imports a policy or the gate.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final
+
+from baseaicore import ValidationError
+
+__all__ = [
+    "DEFAULT_PLACEHOLDER",
+    "EMPTY_METADATA",
+    "GROUP_ID_PREFIX",
+    "SUMMARY_TURN_ID_PREFIX",
+    "Action",
+    "CompactionBudget",
+    "Role",
+    "SummarizationRequest",
+    "Transcript",
+    "TranscriptTurn",
+    "TurnAction",
+    "TurnReplacement",
+]
+
+EMPTY_METADATA: Final[Mapping[str, str]] = MappingProxyType({})
+"""The shared, read-only empty mapping every turn without metadata holds."""
+
+SUMMARY_TURN_ID_PREFIX: Final = "summary:"
+"""Every summary turn's id is this prefix followed by its group id."""
+
+GROUP_ID_PREFIX: Final = "span-"
+"""Every summary group id is this prefix followed by a digest of the span's turn ids."""
+
+DEFAULT_PLACEHOLDER: Final = "[tool result masked by cutctx]"
+"""The default label at the head of a masked stub."""
+
+
+class Role(enum.StrEnum):
+    """Who spoke a turn; the values are the wire strings, so ``Role("tool")`` works."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class Action(enum.StrEnum):
+    """What a plan does with one turn."""
+
+    KEEP = "keep"
+    MASK = "mask"
+    SUMMARIZE = "summarize"
+    DROP = "drop"
+
+
+def _refuse(owner: str, name: str, expected: str, value: object) -> ValidationError:
+    """Build the one-line error for a field that is not what it must be."""
+    return ValidationError(
+        f"{owner}.{name} must be {expected}, got {type(value).__name__} {value!r:.80}",
+        details={"field": f"{owner}.{name}", "expected": expected, "type": type(value).__name__},
+    )
+
+
+def check_str(owner: str, name: str, value: object, *, empty: bool = False) -> str:
+    """Return ``value`` if it is a string (non-empty unless ``empty``), else raise."""
+    if not isinstance(value, str) or (not empty and not value):
+        raise _refuse(owner, name, "a string" if empty else "a non-empty string", value)
+    return value
+
+
+def check_count(owner: str, name: str, value: object) -> int:
+    """Return ``value`` if it is an int (not a bool) that is at least zero, else raise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _refuse(owner, name, "an int >= 0", value)
+    return value
+
+
+def check_bool(owner: str, name: str, value: object) -> bool:
+    """Return ``value`` if it is a bool, else raise."""
+    if not isinstance(value, bool):
+        raise _refuse(owner, name, "a bool", value)
+    return value
+
+
+def check_ratio(owner: str, name: str, value: object) -> float:
+    """Return ``value`` as a float if it is a finite number above zero, else raise."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise _refuse(owner, name, "a finite number > 0", value)
+    return float(value)
+
+
+def _frozen_metadata(value: object) -> Mapping[str, str]:
+    """Return a read-only copy of a str-to-str mapping, so the caller's edits cannot leak in."""
+    if value is EMPTY_METADATA:
+        return EMPTY_METADATA
+    if not isinstance(value, Mapping):
+        raise _refuse("TranscriptTurn", "metadata", "a mapping of str to str", value)
+    for key, item in value.items():
+        if not isinstance(key, str) or not isinstance(item, str):
+            raise ValidationError(
+                f"TranscriptTurn.metadata must map str to str, got {key!r:.40}: {item!r:.40}",
+                details={"field": "TranscriptTurn.metadata", "expected": "a mapping of str to str"},
+            )
+    return MappingProxyType(dict(value)) if value else EMPTY_METADATA
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptTurn:
+    """One turn of a transcript, with its token estimate.
+
+    Turns that share a ``tool_call_id`` form one exchange, which every plan keeps or removes as
+    a unit. ``metadata`` is copied into a read-only mapping.
+
+    Raises:
+        ValidationError: for an empty id, a role that is not a ``Role``, non-string content or
+            metadata, a negative or non-int estimate, or a non-bool ``pinned``.
+    """
+
+    turn_id: str
+    role: Role
+    content: str
+    token_estimate: int
+    tool_call_id: str | None = None
+    pinned: bool = False
+    metadata: Mapping[str, str] = field(default=EMPTY_METADATA, hash=False)
+
+    def __post_init__(self) -> None:
+        check_str("TranscriptTurn", "turn_id", self.turn_id)
+        if not isinstance(self.role, Role):
+            raise _refuse("TranscriptTurn", "role", "a cutctx.Role", self.role)
+        check_str("TranscriptTurn", "content", self.content, empty=True)
+        check_count("TranscriptTurn", "token_estimate", self.token_estimate)
+        if self.tool_call_id is not None:
+            check_str("TranscriptTurn", "tool_call_id", self.tool_call_id)
+        check_bool("TranscriptTurn", "pinned", self.pinned)
+        metadata = _frozen_metadata(self.metadata)
+        if metadata is not self.metadata:
+            object.__setattr__(self, "metadata", metadata)
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """An ordered, immutable sequence of turns with unique ids.
+
+    A list is accepted and stored as a tuple. A compacted view is an ordinary transcript: it can
+    be planned over again, its summary turns included.
+
+    Raises:
+        ValidationError: if ``turns`` is not a sequence of ``TranscriptTurn`` or two turns share
+            an id.
+    """
+
+    turns: tuple[TranscriptTurn, ...]
+    _total: int = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        turns = self.turns
+        if not isinstance(turns, tuple | list):
+            raise _refuse("Transcript", "turns", "a tuple of TranscriptTurn", turns)
+        seen: set[str] = set()
+        total = 0
+        for index, turn in enumerate(turns):
+            if not isinstance(turn, TranscriptTurn):
+                raise ValidationError(
+                    f"Transcript.turns[{index}] must be a TranscriptTurn, "
+                    f"got {type(turn).__name__}",
+                    details={"field": "Transcript.turns", "index": index},
+                )
+            if turn.turn_id in seen:
+                raise ValidationError(
+                    f"Transcript.turns holds the turn id {turn.turn_id!r} twice",
+                    details={"field": "Transcript.turns", "index": index, "turn_id": turn.turn_id},
+                )
+            seen.add(turn.turn_id)
+            total += turn.token_estimate
+        if isinstance(turns, list):
+            object.__setattr__(self, "turns", tuple(turns))
+        object.__setattr__(self, "_total", total)
+
+    def token_estimate(self) -> int:
+        """Return the sum of the turns' token estimates."""
+        return self._total
+
+    def turn_ids(self) -> tuple[str, ...]:
+        """Return the turn ids in order."""
+        return tuple(turn.turn_id for turn in self.turns)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionBudget:
+    """How many tokens the compacted view may hold, and how many final turns are untouchable.
+
+    Raises:
+        ValidationError: if either figure is negative or not an int.
+    """
+
+    max_tokens: int
+    protected_recent_turns: int = 4
+
+    def __post_init__(self) -> None:
+        check_count("CompactionBudget", "max_tokens", self.max_tokens)
+        check_count("CompactionBudget", "protected_recent_turns", self.protected_recent_turns)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnReplacement:
+    """The body a ``MASK`` action puts in place of a turn's content, and its token estimate."""
+
+    content: str
+    token_estimate: int
+
+    def __post_init__(self) -> None:
+        check_str("TurnReplacement", "content", self.content, empty=True)
+        check_count("TurnReplacement", "token_estimate", self.token_estimate)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnAction:
+    """What a plan does with one turn.
+
+    ``replacement`` is set exactly for ``MASK`` and ``summary_group`` exactly for ``SUMMARIZE``.
+    """
+
+    turn_id: str
+    action: Action
+    summary_group: str | None = None
+    replacement: TurnReplacement | None = None
+
+    def __post_init__(self) -> None:
+        check_str("TurnAction", "turn_id", self.turn_id)
+        if not isinstance(self.action, Action):
+            raise _refuse("TurnAction", "action", "a cutctx.Action", self.action)
+        if (self.action is Action.SUMMARIZE) != (self.summary_group is not None):
+            raise ValidationError(
+                f"TurnAction for {self.turn_id!r}: summary_group is set exactly when the "
+                f"action is SUMMARIZE (action {self.action.name}, group {self.summary_group!r})",
+                details={"field": "TurnAction.summary_group", "turn_id": self.turn_id},
+            )
+        if self.summary_group is not None:
+            check_str("TurnAction", "summary_group", self.summary_group)
+        if (self.action is Action.MASK) != (self.replacement is not None):
+            raise ValidationError(
+                f"TurnAction for {self.turn_id!r}: replacement is set exactly when the action "
+                f"is MASK (action {self.action.name})",
+                details={"field": "TurnAction.replacement", "turn_id": self.turn_id},
+            )
+        if self.replacement is not None and not isinstance(self.replacement, TurnReplacement):
+            raise _refuse("TurnAction", "replacement", "a TurnReplacement", self.replacement)
+
+
+@dataclass(frozen=True, slots=True)
+class SummarizationRequest:
+    """One summary the caller must produce: the turns it replaces and the size to aim for.
+
+    ``prompt_id`` names a prompt record of the caller's; it is never prompt text.
+    """
+
+    group_id: str
+    turn_ids: tuple[str, ...]
+    target_tokens: int
+    prompt_id: str
+
+    def __post_init__(self) -> None:
+        check_str("SummarizationRequest", "group_id", self.group_id)
+        if not isinstance(self.turn_ids, tuple | list) or not self.turn_ids:
+            raise _refuse(
+                "SummarizationRequest", "turn_ids", "a non-empty tuple of str", self.turn_ids
+            )
+        for turn_id in self.turn_ids:
+            check_str("SummarizationRequest", "turn_ids[]", turn_id)
+        if isinstance(self.turn_ids, list):
+            object.__setattr__(self, "turn_ids", tuple(self.turn_ids))
+        check_count("SummarizationRequest", "target_tokens", self.target_tokens)
+        check_str("SummarizationRequest", "prompt_id", self.prompt_id)
+
+
+def group_id_for(turn_ids: tuple[str, ...] | list[str]) -> str:
+    """Return a span's group id: the prefix and 16 hex digits of SHA-256 over NUL-joined ids."""
+    digest = hashlib.sha256("\0".join(turn_ids).encode("utf-8")).hexdigest()
+    return GROUP_ID_PREFIX + digest[:16]

@@ -1,0 +1,73 @@
+"""Shared hypothesis strategies: random transcripts that stress every contract.
+
+The transcripts mix plain chat, exchanges whose members sit far apart or interleave (a small pool
+of call ids shared by turns anywhere), orphan results (a call id used once), system turns in the
+middle, pinned turns (inside exchanges too) and zero-token turns; budgets range from zero to above
+the transcript's total.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from cutctx import CompactionBudget, Role, Transcript, TranscriptTurn
+
+# Weighted towards agent runs: tool results and assistant calls, some chat, few system turns.
+ROLES = (Role.USER, Role.ASSISTANT, Role.ASSISTANT, Role.TOOL, Role.TOOL, Role.TOOL, Role.SYSTEM)
+CALL_IDS = ("c0", "c1", "c2", "c3", "c4", "c5")
+
+
+@st.composite
+def turns(draw: st.DrawFn, index: int) -> TranscriptTurn:
+    """One turn at position ``index`` (its id is derived from it, so ids stay unique)."""
+    role = draw(st.sampled_from(ROLES))
+    call = draw(st.none() | st.sampled_from(CALL_IDS) | st.just(f"orphan{index}"))
+    if role in (Role.SYSTEM, Role.USER):
+        call = draw(st.none() | st.just(call)) if call is not None else None
+    content = draw(st.text(alphabet="abcdefgh xyz\n\u00e9\u4e2d", max_size=300))
+    estimate = draw(st.integers(min_value=0, max_value=400))
+    pinned = draw(st.integers(min_value=0, max_value=9)) == 0
+    return TranscriptTurn(f"t{index}", role, content, estimate, call, pinned)
+
+
+@st.composite
+def transcripts(draw: st.DrawFn, max_turns: int = 24) -> Transcript:
+    """A transcript of up to ``max_turns`` turns with scattered and interleaved exchanges."""
+    count = draw(st.integers(min_value=0, max_value=max_turns))
+    return Transcript(tuple(draw(turns(index)) for index in range(count)))
+
+
+def untouchable_tokens(transcript: Transcript, protected: int) -> int:
+    """The tokens of the untouchable set, restated here from contract 2 for the strategies."""
+    first_protected = len(transcript.turns) - protected
+    return sum(
+        turn.token_estimate
+        for index, turn in enumerate(transcript.turns)
+        if turn.role is Role.SYSTEM or turn.pinned or index >= first_protected
+    )
+
+
+@st.composite
+def budgets(draw: st.DrawFn, transcript: Transcript) -> CompactionBudget:
+    """A budget for ``transcript``: mostly between its untouchable set and its total, sometimes
+    below the untouchable set (unsatisfiable), zero, or above the total; protecting few turns
+    usually and sometimes all of them and more."""
+    count = len(transcript.turns)
+    protected = draw(
+        st.integers(min_value=0, max_value=4) | st.integers(min_value=0, max_value=count + 2)
+    )
+    floor = untouchable_tokens(transcript, protected)
+    total = transcript.token_estimate()
+    max_tokens = draw(
+        st.integers(min_value=floor, max_value=max(floor, total))
+        | st.integers(min_value=0, max_value=total + 50)
+        | st.sampled_from((0, floor, total))
+    )
+    return CompactionBudget(max_tokens, protected)
+
+
+@st.composite
+def cases(draw: st.DrawFn, max_turns: int = 24) -> tuple[Transcript, CompactionBudget]:
+    """A transcript and a budget for it."""
+    transcript = draw(transcripts(max_turns))
+    return transcript, draw(budgets(transcript))
