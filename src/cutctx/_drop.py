@@ -49,15 +49,14 @@ class DropOldestPolicy(BuiltinPolicy):
         total = transcript.token_estimate()
         if total <= budget.max_tokens:
             return keep_all(transcript)
-        turns = transcript.turns
-        actions = [Action.KEEP] * len(turns)
-        drop = Action.DROP
-        for unit, members in enumerate(shape.units):
+        locked, unit_tokens = shape.locked, shape.unit_tokens
+        dropped: set[int] = set()
+        # Units in order of their earliest member: the oldest exchange first.
+        for index, unit in enumerate(shape.unit_of):
             if total <= budget.max_tokens:
                 break
-            if shape.locked[unit]:
-                continue
-            for index in members:
-                actions[index] = drop
-                total -= turns[index].token_estimate
-        return Draft(actions)
+            if unit == index and not locked[unit]:
+                dropped.add(unit)
+                total -= unit_tokens[unit]
+        keep, drop = Action.KEEP, Action.DROP
+        return Draft([drop if unit in dropped else keep for unit in shape.unit_of])

@@ -24,6 +24,7 @@ from cutctx._values import (
     Role,
     SummarizationRequest,
     Transcript,
+    TranscriptTurn,
     TurnAction,
     group_id_for,
 )
@@ -40,14 +41,17 @@ _MAX_REPORTED = 20
 class Layout:
     """The untouchable set and the exchanges of one transcript under one budget.
 
-    ``units`` lists every exchange (turns sharing a ``tool_call_id``) and every lone turn, by
-    their earliest member; ``unit_of[i]`` is turn ``i``'s unit; ``locked[u]`` is true when a unit
-    holds an untouchable turn, which makes the whole unit unremovable.
+    A unit is an exchange (the turns sharing a ``tool_call_id``) or a lone turn, named by the
+    index of its earliest member: ``unit_of[i]`` is turn ``i``'s unit. Indexed by a unit,
+    ``unit_last`` is its last member, ``unit_tokens`` its members' total and ``locked`` whether it
+    holds an untouchable turn (which makes the whole unit unremovable); at other indices these
+    hold the turn's own figures and mean nothing. Shared between callers: never mutate it.
     """
 
     untouchable: list[bool]
-    units: list[list[int]]
     unit_of: list[int]
+    unit_last: list[int]
+    unit_tokens: list[int]
     locked: list[bool]
     untouchable_tokens: int
     untouchable_count: int
@@ -61,37 +65,42 @@ class Layout:
 
 
 def layout(transcript: Transcript, budget: CompactionBudget) -> Layout:
-    """Compute the untouchable set (contract 2) and the exchanges (contract 3) in one pass."""
+    """Return the untouchable set (contract 2) and the exchanges (contract 3) of ``transcript``.
+
+    Computed once per transcript and ``protected_recent_turns`` and kept on the (immutable)
+    transcript, so a policy and the gate that checks its plan share one pass.
+    """
+    cache = transcript._layouts  # the transcript keeps its layouts for this module
+    known = cache.get(budget.protected_recent_turns)
+    if isinstance(known, Layout):
+        return known
     turns = transcript.turns
-    first_protected = len(turns) - budget.protected_recent_turns
-    untouchable: list[bool] = []
-    units: list[list[int]] = []
-    unit_of: list[int] = []
-    locked: list[bool] = []
-    unit_by_call: dict[str, int] = {}
-    tokens = 0
-    count = 0
     system = Role.SYSTEM
+    untouchable = [turn.role is system or turn.pinned for turn in turns]
+    protected = min(budget.protected_recent_turns, len(turns))
+    if protected:
+        untouchable[-protected:] = [True] * protected
+    tokens = [turn.token_estimate for turn in turns]
+    unit_of = list(range(len(turns)))
+    unit_last = unit_of.copy()
+    unit_tokens = tokens.copy()
+    locked = untouchable.copy()
+    first_member: dict[str, int] = {}
     for index, turn in enumerate(turns):
-        fixed = turn.role is system or turn.pinned or index >= first_protected
-        untouchable.append(fixed)
-        if fixed:
-            tokens += turn.token_estimate
-            count += 1
         call = turn.tool_call_id
-        unit = unit_by_call.get(call) if call is not None else None
-        if unit is None:
-            unit = len(units)
-            units.append([index])
-            locked.append(fixed)
-            if call is not None:
-                unit_by_call[call] = unit
-        else:
-            units[unit].append(index)
-            if fixed:
+        if call is None:
+            continue
+        unit = first_member.setdefault(call, index)
+        if unit != index:
+            unit_of[index] = unit
+            unit_last[unit] = index
+            unit_tokens[unit] += tokens[index]
+            if untouchable[index]:
                 locked[unit] = True
-        unit_of.append(unit)
-    return Layout(untouchable, units, unit_of, locked, tokens, count)
+    fixed = [estimate for estimate, kept in zip(tokens, untouchable, strict=True) if kept]
+    shape = Layout(untouchable, unit_of, unit_last, unit_tokens, locked, sum(fixed), len(fixed))
+    cache[budget.protected_recent_turns] = shape
+    return shape
 
 
 def check_plan(  # noqa: PLR0917 - one call site, the plan's constructor, passes its fields
@@ -120,28 +129,7 @@ def check_plan(  # noqa: PLR0917 - one call site, the plan's constructor, passes
         problems.append("the actions do not name the transcript's turns one for one, in order")
         _raise(problems)
 
-    groups: dict[str, list[int]] = {}
-    after = 0
-    for index, (action, turn) in enumerate(zip(actions, turns, strict=True)):
-        kind = action.action
-        if kind is Action.KEEP:
-            after += turn.token_estimate
-        elif shape.untouchable[index]:
-            problems.append(f"untouchable turn {turn.turn_id!r} is not kept ({kind.name})")
-        elif kind is Action.MASK:
-            replacement = action.replacement
-            assert replacement is not None  # noqa: S101 - TurnAction guarantees it
-            after += replacement.token_estimate
-            if replacement.token_estimate >= turn.token_estimate:
-                problems.append(
-                    f"masked turn {turn.turn_id!r} would not shrink "
-                    f"({turn.token_estimate} -> {replacement.token_estimate} tokens)"
-                )
-        elif kind is Action.SUMMARIZE:
-            assert action.summary_group is not None  # noqa: S101 - TurnAction guarantees it
-            groups.setdefault(action.summary_group, []).append(index)
-
-    _check_exchanges(shape, actions, problems)
+    after, groups = _check_actions(shape, actions, turns, problems)
     after += _check_requests(groups, requests, actions, problems)
 
     total = transcript.token_estimate()
@@ -159,30 +147,52 @@ def check_plan(  # noqa: PLR0917 - one call site, the plan's constructor, passes
         _raise(problems)
 
 
-def _check_exchanges(
+def _check_actions(
     shape: Layout,
     actions: Sequence[TurnAction],
+    turns: Sequence[TranscriptTurn],
     problems: list[str],
-) -> None:
-    """Contract 3: every exchange is wholly in the view, wholly dropped, or wholly in one group."""
-    keep, mask = Action.KEEP, Action.MASK
-    for members in shape.units:
-        if len(members) == 1:
-            continue
-        first = actions[members[0]]
-        stays = first.action is keep or first.action is mask
-        for index in members[1:]:
-            other = actions[index]
-            if stays:
-                same = other.action is keep or other.action is mask
+) -> tuple[int, dict[str, list[int]]]:
+    """Check each action (contracts 2 and 3, masks shrink); return the kept tokens and groups."""
+    groups: dict[str, list[int]] = {}
+    after = 0
+    keep, mask, summarize = Action.KEEP, Action.MASK, Action.SUMMARIZE
+    untouchable, unit_of = shape.untouchable, shape.unit_of
+    split: set[int] = set()
+    for index, (action, turn) in enumerate(zip(actions, turns, strict=True)):
+        kind = action.action
+        if kind is keep:
+            after += turn.token_estimate
+        else:
+            if untouchable[index]:
+                problems.append(f"untouchable turn {turn.turn_id!r} is not kept ({kind.name})")
+            if kind is mask:
+                replacement = action.replacement
+                assert replacement is not None  # noqa: S101 - TurnAction guarantees it
+                after += replacement.token_estimate
+                if replacement.token_estimate >= turn.token_estimate:
+                    problems.append(
+                        f"masked turn {turn.turn_id!r} would not shrink "
+                        f"({turn.token_estimate} -> {replacement.token_estimate} tokens)"
+                    )
+            elif kind is summarize:
+                assert action.summary_group is not None  # noqa: S101 - TurnAction guarantees it
+                groups.setdefault(action.summary_group, []).append(index)
+        # Contract 3: each member of an exchange agrees with its earliest member.
+        unit = unit_of[index]
+        if unit != index and unit not in split:
+            first = actions[unit]
+            if first.action is keep or first.action is mask:
+                apart = kind is not keep and kind is not mask
             else:
-                same = other.action is first.action and other.summary_group == first.summary_group
-            if not same:
+                apart = kind is not first.action or action.summary_group != first.summary_group
+            if apart:
+                split.add(unit)
                 problems.append(
                     f"exchange of {first.turn_id!r} is split "
-                    f"({first.action.name} beside {other.action.name} on {other.turn_id!r})"
+                    f"({first.action.name} beside {kind.name} on {turn.turn_id!r})"
                 )
-                break
+    return after, groups
 
 
 def _check_requests(

@@ -108,7 +108,7 @@ def oldest_span(shape: Layout, min_turns: int) -> tuple[int, int] | None:
     Runs of removable turns are split at every turn whose exchange reaches outside the piece it
     sits in, until each piece holds only whole exchanges; the first piece long enough wins.
     """
-    units, unit_of, locked = shape.units, shape.unit_of, shape.locked
+    unit_of, unit_last, locked = shape.unit_of, shape.unit_last, shape.locked
     count = len(unit_of)
     pieces: list[tuple[int, int]] = []
     index = count - 1
@@ -128,7 +128,7 @@ def oldest_span(shape: Layout, min_turns: int) -> tuple[int, int] | None:
         outside = [
             position
             for position in range(first, last + 1)
-            if units[unit_of[position]][0] < first or units[unit_of[position]][-1] > last
+            if unit_of[position] < first or unit_last[unit_of[position]] > last
         ]
         if not outside:
             return first, last

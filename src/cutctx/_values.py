@@ -151,6 +151,21 @@ class TranscriptTurn:
         if metadata is not self.metadata:
             object.__setattr__(self, "metadata", metadata)
 
+    def __reduce__(self) -> tuple[type[TranscriptTurn], tuple[object, ...]]:
+        # A read-only mapping cannot be pickled or deep-copied; rebuild from a plain dict.
+        return (
+            TranscriptTurn,
+            (
+                self.turn_id,
+                self.role,
+                self.content,
+                self.token_estimate,
+                self.tool_call_id,
+                self.pinned,
+                dict(self.metadata),
+            ),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Transcript:
@@ -166,6 +181,8 @@ class Transcript:
 
     turns: tuple[TranscriptTurn, ...]
     _total: int = field(init=False, repr=False, compare=False, hash=False)
+    # Derived structure (see cutctx._invariants.layout), by protected_recent_turns.
+    _layouts: dict[int, object] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         turns = self.turns
@@ -190,6 +207,7 @@ class Transcript:
         if isinstance(turns, list):
             object.__setattr__(self, "turns", tuple(turns))
         object.__setattr__(self, "_total", total)
+        object.__setattr__(self, "_layouts", {})
 
     def token_estimate(self) -> int:
         """Return the sum of the turns' token estimates."""
