@@ -17,9 +17,7 @@ import cutctx
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
-MODULES = sorted(
-    info.name for info in pkgutil.walk_packages(cutctx.__path__, prefix="cutctx.")
-)
+MODULES = sorted(info.name for info in pkgutil.walk_packages(cutctx.__path__, prefix="cutctx."))
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 

@@ -73,7 +73,8 @@ class PlanTranscriptMismatch(CompactionError):
 
     ``details`` holds ``unknown_turn_ids`` (planned but absent) and ``unplanned_turn_ids``
     (present but not planned), each sorted and at most ten, their full counts, ``order_differs``,
-    and the two ``tokens_before`` figures when those disagree.
+    and the two ``tokens_before`` figures when those disagree; when the plan would remove a
+    ``SYSTEM`` or pinned turn, also that ``turn_id`` and the ``action``.
     """
 
     code: ClassVar[str] = "COMPACTION_PLAN_MISMATCH"

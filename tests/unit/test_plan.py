@@ -1,0 +1,286 @@
+"""CompactionPlan: typed fields, no way around the gate, and an auditable canonical form."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+from baseaicore import ValidationError
+
+from cutctx import (
+    Action,
+    CompactionBudget,
+    CompactionPlan,
+    Role,
+    SummarizationRequest,
+    Transcript,
+    TranscriptTurn,
+    TurnAction,
+    TurnReplacement,
+)
+
+# Two turns: u (USER, 10 tokens) and t (TOOL, 30 tokens); 40 in all. Budget 20, nothing protected.
+TRANSCRIPT = Transcript(
+    (
+        TranscriptTurn("u", Role.USER, "question", 10),
+        TranscriptTurn("t", Role.TOOL, "long output", 30, "c1"),
+    )
+)
+BUDGET = CompactionBudget(20, 0)
+STUB = TurnReplacement("stub \u00e9\u4e2d", 4)
+MASKED = (TurnAction("u", Action.KEEP), TurnAction("t", Action.MASK, None, STUB))
+
+
+def masked_plan(**changes: Any) -> CompactionPlan:
+    """The plan that keeps u and masks t to 4 tokens: 10 + 4 = 14, within 20."""
+    fields: dict[str, Any] = {
+        "actions": MASKED,
+        "summarization_requests": (),
+        "tokens_before": 40,
+        "tokens_after_estimate": 14,
+        "policy_name": "hand_built",
+        "policy_version": "1.2.3",
+        "estimator_ratio": 4.0,
+        "budget_unmet": False,
+        "transcript": TRANSCRIPT,
+        "budget": BUDGET,
+    }
+    fields.update(changes)
+    return CompactionPlan(**fields)
+
+
+def is_plain_json(value: object) -> bool:
+    """True when ``value`` is built only from dict (str keys), list, str, int, float, bool, None."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return True
+    if type(value) is list:
+        return all(is_plain_json(item) for item in value)
+    if type(value) is dict:
+        return all(isinstance(key, str) and is_plain_json(item) for key, item in value.items())
+    return False
+
+
+class TestCompactionPlanConstruction:
+    def test_holds_its_fields(self) -> None:
+        plan = masked_plan()
+        assert plan.actions == MASKED
+        assert plan.summarization_requests == ()
+        assert (plan.tokens_before, plan.tokens_after_estimate, plan.budget_unmet) == (
+            40,
+            14,
+            False,
+        )
+        assert (plan.policy_name, plan.policy_version) == ("hand_built", "1.2.3")
+        assert plan.estimator_ratio == 4.0
+        assert plan.estimator_name is None
+
+    def test_lists_are_stored_as_tuples(self) -> None:
+        plan = masked_plan(actions=list(MASKED), summarization_requests=[])
+        assert plan.actions == MASKED
+        assert isinstance(plan.summarization_requests, tuple)
+
+    def test_an_int_ratio_is_stored_as_a_float(self) -> None:
+        ratio = masked_plan(estimator_ratio=4).estimator_ratio
+        assert type(ratio) is float
+
+    def test_transcript_and_budget_are_required_and_keyword_only(self) -> None:
+        with pytest.raises(TypeError):
+            CompactionPlan(MASKED, (), 40, 14, "p", "1", None, False)  # type: ignore[call-arg]  # noqa: FBT003 - positional order is the point
+        with pytest.raises(TypeError):
+            CompactionPlan(MASKED, (), 40, 14, "p", "1", None, False, TRANSCRIPT, BUDGET)  # type: ignore[call-arg]  # noqa: FBT003 - positional order is the point
+
+    @pytest.mark.parametrize(
+        ("changes", "field"),
+        [
+            ({"transcript": TRANSCRIPT.turns}, "CompactionPlan.transcript"),
+            ({"budget": 20}, "CompactionPlan.budget"),
+            ({"actions": "keep"}, "CompactionPlan.actions"),
+            ({"actions": (MASKED[0], "mask")}, "CompactionPlan.actions"),
+            ({"summarization_requests": None}, "CompactionPlan.summarization_requests"),
+            ({"tokens_before": -1}, "CompactionPlan.tokens_before"),
+            ({"tokens_before": 40.0}, "CompactionPlan.tokens_before"),
+            ({"tokens_after_estimate": True}, "CompactionPlan.tokens_after_estimate"),
+            ({"policy_name": ""}, "CompactionPlan.policy_name"),
+            ({"policy_version": None}, "CompactionPlan.policy_version"),
+            ({"estimator_ratio": 0.0}, "CompactionPlan.estimator_ratio"),
+            ({"estimator_ratio": math.nan}, "CompactionPlan.estimator_ratio"),
+            ({"estimator_ratio": True}, "CompactionPlan.estimator_ratio"),
+            ({"budget_unmet": 0}, "CompactionPlan.budget_unmet"),
+            ({"estimator_name": ""}, "CompactionPlan.estimator_name"),
+        ],
+    )
+    def test_a_field_of_the_wrong_type_is_refused(
+        self, changes: dict[str, Any], field: str
+    ) -> None:
+        with pytest.raises(ValidationError) as caught:
+            masked_plan(**changes)
+        assert caught.value.details["field"] == field
+        assert "\n" not in str(caught.value)
+
+    def test_is_frozen_and_slotted(self) -> None:
+        plan = masked_plan()
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            plan.tokens_after_estimate = 1  # type: ignore[misc]
+        assert "__slots__" in vars(CompactionPlan)
+        assert not hasattr(plan, "__dict__")
+
+
+class TestNoWayAroundTheGate:
+    def test_replace_without_transcript_and_budget_raises(self) -> None:
+        with pytest.raises(ValueError, match="transcript"):
+            dataclasses.replace(masked_plan(), tokens_after_estimate=1)  # type: ignore[call-arg]
+
+    def test_replace_with_transcript_and_budget_runs_the_gate(self) -> None:
+        plan = masked_plan()
+        with pytest.raises(ValidationError) as caught:
+            dataclasses.replace(plan, tokens_after_estimate=1, transcript=TRANSCRIPT, budget=BUDGET)
+        assert any("tokens_after_estimate" in item for item in caught.value.details["violations"])
+
+    def test_a_faithful_replace_gives_an_equal_plan(self) -> None:
+        plan = masked_plan()
+        twin = dataclasses.replace(plan, transcript=TRANSCRIPT, budget=BUDGET)
+        assert twin == plan
+        assert twin.plan_hash == plan.plan_hash
+
+    def test_replace_against_another_budget_is_checked_against_that_budget(self) -> None:
+        # 14 tokens no longer fit a budget of 13, so budget_unmet=False is now a lie.
+        with pytest.raises(ValidationError):
+            dataclasses.replace(
+                masked_plan(), transcript=TRANSCRIPT, budget=CompactionBudget(13, 0)
+            )
+
+
+# The canonical form of masked_plan(), written out by hand: sorted keys, no whitespace,
+# non-ASCII characters as themselves.
+EXPECTED_JSON = (
+    '{"actions":['
+    '{"action":"keep","replacement":null,"summary_group":null,"turn_id":"u"},'
+    '{"action":"mask","replacement":{"content":"stub \u00e9\u4e2d","token_estimate":4},'
+    '"summary_group":null,"turn_id":"t"}],'
+    '"budget_unmet":false,"estimator_ratio":4.0,"policy_name":"hand_built",'
+    '"policy_version":"1.2.3","summarization_requests":[],'
+    '"tokens_after_estimate":14,"tokens_before":40}'
+)
+
+
+class TestCompactionPlanSerialization:
+    def test_to_dict_is_plain_json_data(self) -> None:
+        data = masked_plan().to_dict()
+        assert is_plain_json(data)
+        assert json.loads(json.dumps(data)) == data
+
+    def test_to_dict_holds_every_field_and_the_requests(self) -> None:
+        group = "span-" + hashlib.sha256(b"u\0t").hexdigest()[:16]
+        plan = CompactionPlan(
+            (TurnAction("u", Action.SUMMARIZE, group), TurnAction("t", Action.SUMMARIZE, group)),
+            (SummarizationRequest(group, ("u", "t"), 6, "recap"),),
+            40,
+            6,
+            "hand_built",
+            "1.0.0",
+            None,
+            budget_unmet=False,
+            transcript=TRANSCRIPT,
+            budget=BUDGET,
+        )
+        assert plan.to_dict() == {
+            "actions": [
+                {
+                    "turn_id": "u",
+                    "action": "summarize",
+                    "summary_group": group,
+                    "replacement": None,
+                },
+                {
+                    "turn_id": "t",
+                    "action": "summarize",
+                    "summary_group": group,
+                    "replacement": None,
+                },
+            ],
+            "summarization_requests": [
+                {
+                    "group_id": group,
+                    "turn_ids": ["u", "t"],
+                    "target_tokens": 6,
+                    "prompt_id": "recap",
+                }
+            ],
+            "tokens_before": 40,
+            "tokens_after_estimate": 6,
+            "policy_name": "hand_built",
+            "policy_version": "1.0.0",
+            "estimator_ratio": None,
+            "budget_unmet": False,
+        }
+
+    def test_to_json_is_canonical(self) -> None:
+        text = masked_plan().to_json()
+        assert text == EXPECTED_JSON
+        assert "\u4e2d" in text
+        assert "\\u" not in text
+        assert ": " not in text
+        assert ", " not in text
+        assert "\n" not in text
+
+    def test_plan_hash_is_the_sha256_of_the_utf8_canonical_json(self) -> None:
+        plan = masked_plan()
+        expected = hashlib.sha256(EXPECTED_JSON.encode("utf-8")).hexdigest()
+        assert plan.plan_hash == expected
+        assert plan.plan_hash == expected  # the cached value agrees with the first
+        assert plan.plan_hash == hashlib.sha256(plan.to_json().encode()).hexdigest()
+
+    def test_different_plans_hash_differently_and_equal_plans_alike(self) -> None:
+        assert masked_plan().plan_hash == masked_plan().plan_hash
+        assert masked_plan().plan_hash != masked_plan(policy_version="1.2.4").plan_hash
+
+    def test_estimator_name_appears_only_when_set(self) -> None:
+        assert "estimator_name" not in masked_plan().to_dict()
+        named = masked_plan(estimator_ratio=None, estimator_name="tiktoken:o200k_base")
+        assert named.to_dict()["estimator_name"] == "tiktoken:o200k_base"
+        assert '"estimator_name":"tiktoken:o200k_base"' in named.to_json()
+        assert named.plan_hash != masked_plan(estimator_ratio=None).plan_hash
+
+    def test_plan_hash_is_identical_in_processes_with_other_hash_seeds(self) -> None:
+        script = textwrap.dedent(
+            """
+            import hashlib
+            from cutctx import (Action, CompactionBudget, CompactionPlan, Role,
+                SummarizationRequest, Transcript, TranscriptTurn, TurnAction, TurnReplacement)
+            ids = ("a", "b", "c", "d")
+            t = Transcript(tuple(TranscriptTurn(i, Role.TOOL, "x", 10, "call-" + i) for i in ids))
+            g = "span-" + hashlib.sha256("a\\0b".encode()).hexdigest()[:16]
+            plan = CompactionPlan(
+                (TurnAction("a", Action.SUMMARIZE, g), TurnAction("b", Action.SUMMARIZE, g),
+                 TurnAction("c", Action.MASK, None, TurnReplacement("\\u00e9 stub", 2)),
+                 TurnAction("d", Action.KEEP)),
+                (SummarizationRequest(g, ("a", "b"), 3, "recap"),),
+                40, 15, "p", "1", 4.0, False,
+                transcript=t, budget=CompactionBudget(20, 1))
+            print(plan.plan_hash)
+            """
+        )
+        namespace: dict[str, Any] = {}
+        hashes = set()
+        for seed in ("1", "2", "4242"):
+            env = {**os.environ, "PYTHONHASHSEED": seed}
+            done = subprocess.run(  # noqa: S603 - our own interpreter and script
+                [sys.executable, "-c", script],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
+                timeout=60,
+            )
+            hashes.add(done.stdout.strip())
+        exec(script.replace("print(plan.plan_hash)", ""), namespace)  # noqa: S102 - our own script
+        assert hashes == {namespace["plan"].plan_hash}
+        assert len(next(iter(hashes))) == 64

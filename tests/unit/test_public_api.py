@@ -1,0 +1,243 @@
+"""The public surface: what ``cutctx`` exports, in what order, under what module and shape."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+import pytest
+from baseaicore import SuiteError
+
+import cutctx
+from cutctx import (
+    BudgetUnsatisfiable,
+    CompactionBudget,
+    CompactionError,
+    CompactionExecutor,
+    CompactionPlan,
+    CompactionReport,
+    DropOldestPolicy,
+    PlanTranscriptMismatch,
+    Role,
+    SummarizationRequest,
+    SummaryMissing,
+    Transcript,
+    TranscriptTurn,
+    TurnAction,
+)
+
+# SPEC §2, in the order it lists them.
+DOCUMENTED = {
+    # values
+    "Role",
+    "TranscriptTurn",
+    "EMPTY_METADATA",
+    "Transcript",
+    "CompactionBudget",
+    "Action",
+    "TurnReplacement",
+    "TurnAction",
+    "SummarizationRequest",
+    "CompactionPlan",
+    "CompactedTranscript",
+    "CompactionReport",
+    "SUMMARY_TURN_ID_PREFIX",
+    "GROUP_ID_PREFIX",
+    "DEFAULT_PLACEHOLDER",
+    # protocols and the default estimator
+    "TokenEstimator",
+    "CompactionPolicy",
+    "CharRatioEstimator",
+    # policies
+    "ObservationMaskingPolicy",
+    "SummarizingPolicy",
+    "DropOldestPolicy",
+    "PolicyChain",
+    "default_chain",
+    # executor
+    "CompactionExecutor",
+    # errors
+    "CompactionError",
+    "BudgetUnsatisfiable",
+    "SummaryMissing",
+    "PlanTranscriptMismatch",
+}
+# Additions beyond SPEC §2 that are decided and documented elsewhere: the tokenizer wrapper is
+# always exported; the provider-format helper and its result type join with the formats edge.
+ADDED_ALWAYS = {"TokenizerEstimator"}
+ADDED_OPTIONALLY = {"compact_messages", "CompactedMessages"}
+
+
+def ruf022_key(name: str) -> tuple[int, str]:
+    """Ruff's RUF022 isort-style order: CONSTANTS, then Classes, then everything else."""
+    if name.isupper():
+        return 0, name
+    if name[0].isupper():
+        return 1, name
+    return 2, name
+
+
+class TestExports:
+    def test_all_is_the_documented_list(self) -> None:
+        exported = set(cutctx.__all__)
+        assert len(exported) == len(cutctx.__all__), "a name is exported twice"
+        assert exported - ADDED_OPTIONALLY == DOCUMENTED | ADDED_ALWAYS
+        optional = exported & ADDED_OPTIONALLY
+        assert optional in (set(), ADDED_OPTIONALLY), "the helper and its result come together"
+
+    def test_all_is_sorted_the_way_ruff_sorts_it(self) -> None:
+        assert cutctx.__all__ == sorted(cutctx.__all__, key=ruf022_key)
+
+    def test_every_exported_name_exists(self) -> None:
+        for name in cutctx.__all__:
+            assert hasattr(cutctx, name), name
+
+    def test_every_exported_class_and_function_reports_the_public_module(self) -> None:
+        checked = 0
+        for name in cutctx.__all__:
+            value = getattr(cutctx, name)
+            if inspect.isclass(value) or inspect.isfunction(value):
+                assert value.__module__ == "cutctx", name
+                checked += 1
+        assert checked >= len(DOCUMENTED) - 4  # all but the four constants
+
+    def test_nothing_private_leaks_into_all(self) -> None:
+        assert not [name for name in cutctx.__all__ if name.startswith("_")]
+
+    def test_the_version_is_a_release_string(self) -> None:
+        assert re.fullmatch(r"\d+\.\d+\.\d+", cutctx.__version__)
+
+
+def positional(kind: Any) -> list[str]:
+    return [
+        parameter.name
+        for parameter in inspect.signature(kind).parameters.values()
+        if parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    ]
+
+
+class TestFieldOrder:
+    @pytest.mark.parametrize(
+        ("kind", "expected"),
+        [
+            (
+                TranscriptTurn,
+                [
+                    "turn_id",
+                    "role",
+                    "content",
+                    "token_estimate",
+                    "tool_call_id",
+                    "pinned",
+                    "metadata",
+                ],
+            ),
+            (CompactionBudget, ["max_tokens", "protected_recent_turns"]),
+            (
+                CompactionPlan,
+                [
+                    "actions",
+                    "summarization_requests",
+                    "tokens_before",
+                    "tokens_after_estimate",
+                    "policy_name",
+                    "policy_version",
+                    "estimator_ratio",
+                    "budget_unmet",
+                ],
+            ),
+            (SummarizationRequest, ["group_id", "turn_ids", "target_tokens", "prompt_id"]),
+            (TurnAction, ["turn_id", "action", "summary_group", "replacement"]),
+            (
+                CompactionReport,
+                [
+                    "plan_hash",
+                    "policy_name",
+                    "policy_version",
+                    "tokens_before",
+                    "tokens_after_estimate",
+                    "estimator_ratio",
+                    "budget_unmet",
+                    "turns_before",
+                    "turns_after",
+                    "kept_turn_ids",
+                    "masked_turn_ids",
+                    "summarized_turn_ids",
+                    "dropped_turn_ids",
+                    "summary_turn_ids",
+                ],
+            ),
+        ],
+        ids=lambda value: getattr(value, "__name__", ""),
+    )
+    def test_positional_fields_follow_spec_section_2(self, kind: Any, expected: list[str]) -> None:
+        assert positional(kind)[: len(expected)] == expected
+
+    def test_the_plan_takes_transcript_and_budget_keyword_only(self) -> None:
+        parameters = inspect.signature(CompactionPlan).parameters
+        for name in ("transcript", "budget"):
+            assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
+
+    def test_the_plan_has_exactly_the_eight_positional_fields(self) -> None:
+        assert len(positional(CompactionPlan)) == 8
+
+
+class TestErrorCodes:
+    @pytest.mark.parametrize(
+        ("kind", "code"),
+        [
+            (CompactionError, "COMPACTION_ERROR"),
+            (BudgetUnsatisfiable, "COMPACTION_BUDGET_UNSATISFIABLE"),
+            (SummaryMissing, "COMPACTION_SUMMARY_MISSING"),
+            (PlanTranscriptMismatch, "COMPACTION_PLAN_MISMATCH"),
+        ],
+    )
+    def test_each_error_has_its_stable_code_and_is_a_suite_error(
+        self, kind: type[CompactionError], code: str
+    ) -> None:
+        assert kind.code == code
+        assert issubclass(kind, SuiteError)
+        assert issubclass(kind, CompactionError)
+
+
+class TestSpecHeadlineExample:
+    """SPEC §1: the first thing a user runs must work exactly as written."""
+
+    def test_runs_exactly_as_written(self) -> None:
+        transcript = Transcript(
+            (
+                TranscriptTurn("s", Role.SYSTEM, "You are a careful assistant.", 12),
+                TranscriptTurn("u1", Role.USER, "What changed in the build?", 30),
+                TranscriptTurn("a1", Role.ASSISTANT, "Let me look.", 20, tool_call_id="c1"),
+                TranscriptTurn("t1", Role.TOOL, "<4 kB of build log>", 900, tool_call_id="c1"),
+                TranscriptTurn("a2", Role.ASSISTANT, "The cache key changed.", 25),
+            )
+        )
+        snapshot = [
+            (t.turn_id, t.role, t.content, t.token_estimate, t.tool_call_id, t.pinned)
+            for t in transcript.turns
+        ]
+        originals = transcript.turns
+        plan = DropOldestPolicy().decide(
+            transcript, CompactionBudget(max_tokens=100, protected_recent_turns=1)
+        )
+        # 12 + 30 + 20 + 900 + 25 = 987; kept s 12 + a2 25 = 37.
+        assert (plan.tokens_before, plan.tokens_after_estimate, plan.budget_unmet) == (
+            987,
+            37,
+            False,
+        )
+        view = CompactionExecutor().apply(transcript, plan)
+        assert view.transcript.turn_ids() == ("s", "a2")
+        assert view.report.dropped_turn_ids == ("u1", "a1", "t1")
+        assert transcript.turn_ids() == ("s", "u1", "a1", "t1", "a2")
+
+        assert transcript.turns is originals
+        assert snapshot == [
+            (t.turn_id, t.role, t.content, t.token_estimate, t.tool_call_id, t.pinned)
+            for t in transcript.turns
+        ]
+        assert all(not t.metadata for t in transcript.turns)
+        assert view.transcript.turns[0] is originals[0]
+        assert view.transcript.turns[1] is originals[4]

@@ -1,0 +1,238 @@
+"""Contract 7, purity: no module of ``cutctx`` reaches for I/O, a clock, randomness or logging.
+
+The check reads every source file under the package with ``ast`` (nothing is executed), follows
+the package's own imports, and refuses any other import that is not on an explicit allow-list.
+It also refuses the builtins that do I/O or import dynamically, since those need no import.
+
+The allow-list holds standard-library modules that are pure computation, with no I/O, clock,
+randomness, environment or global mutable state:
+
+- language machinery: ``__future__``, ``abc``, ``dataclasses``, ``enum``, ``types``, ``typing``;
+- data structures and functional tools: ``collections``, ``collections.abc``, ``functools``,
+  ``itertools``, ``operator``, ``bisect``, ``heapq``;
+- text and numbers: ``math``, ``re``, ``string``, ``unicodedata``, ``json`` (strings in, strings
+  out; the core never hands it a file);
+- digests and encodings: ``hashlib`` (stubs carry a SHA-256; group ids are digests) and
+  ``base64`` (allowed: a pure bytes-to-text transformation a wire format may need for a payload).
+
+Not allowed: ``typing_extensions`` (not the standard library and not a declared dependency),
+``decimal`` (its context is global mutable state), and everything that touches the world.
+From ``baseaicore`` (the one runtime dependency) only its error classes and its pure hashing
+helpers may be imported: it also ships a clock and an id generator, which the core must not use.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from pathlib import Path
+
+import pytest
+
+import cutctx
+
+ALLOWED_MODULES = frozenset(
+    {
+        "__future__",
+        "abc",
+        "base64",
+        "bisect",
+        "collections",
+        "collections.abc",
+        "dataclasses",
+        "enum",
+        "functools",
+        "hashlib",
+        "heapq",
+        "itertools",
+        "json",
+        "math",
+        "operator",
+        "re",
+        "string",
+        "types",
+        "typing",
+        "unicodedata",
+    }
+)
+DEPENDENCY = "baseaicore"
+ALLOWED_FROM_DEPENDENCY = frozenset({"canonical_json", "sha256_of"})
+FORBIDDEN_BUILTINS = frozenset(
+    {"open", "print", "input", "breakpoint", "__import__", "exec", "eval", "compile"}
+)
+PACKAGE = "cutctx"
+CORE = frozenset(
+    {
+        "cutctx",
+        "cutctx._chain",
+        "cutctx._draft",
+        "cutctx._drop",
+        "cutctx._errors",
+        "cutctx._estimators",
+        "cutctx._executor",
+        "cutctx._invariants",
+        "cutctx._masking",
+        "cutctx._plan",
+        "cutctx._report",
+        "cutctx._summarizing",
+        "cutctx._typing",
+        "cutctx._values",
+    }
+)
+
+
+def package_sources() -> dict[str, Path]:
+    """Map every module under the ``cutctx`` package (``cutctx.formats`` too) to its file."""
+    root = Path(cutctx.__file__).parent
+    sources: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = [PACKAGE, *path.relative_to(root).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        sources[".".join(parts)] = path
+    return sources
+
+
+def _absolute(module: str, *, is_package: bool, level: int, name: str | None) -> str:
+    """Resolve a (possibly relative) ``from`` import to an absolute module name."""
+    if level == 0:
+        return name or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, name] if name else base)
+
+
+def impurities(
+    source: str, module: str, known: frozenset[str], *, is_package: bool = False
+) -> tuple[list[str], set[str]]:
+    """Return what is impure in ``source`` and the package modules it imports."""
+    problems: list[str] = []
+    internal: set[str] = set()
+
+    def check(name: str, line: int, imported: tuple[str, ...] = ()) -> None:
+        top = name.split(".", maxsplit=1)[0]
+        if top == PACKAGE:
+            targets = [name, *(f"{name}.{item}" for item in imported if f"{name}.{item}" in known)]
+            for target in targets:
+                if target in known:
+                    internal.add(target)
+                else:
+                    problems.append(f"{module}:{line} imports unknown {target}")
+        elif name == DEPENDENCY:
+            for item in imported:
+                if not (item.endswith("Error") or item in ALLOWED_FROM_DEPENDENCY):
+                    problems.append(f"{module}:{line} imports {item} from {DEPENDENCY}")
+            if not imported:
+                problems.append(f"{module}:{line} imports {DEPENDENCY} whole")
+        elif name not in ALLOWED_MODULES:
+            problems.append(f"{module}:{line} imports {name}")
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                check(alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            name = _absolute(module, is_package=is_package, level=node.level, name=node.module)
+            check(name, node.lineno, tuple(alias.name for alias in node.names))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in FORBIDDEN_BUILTINS
+        ):
+            problems.append(f"{module}:{node.lineno} calls {node.func.id}()")
+    return problems, internal
+
+
+def scan() -> tuple[list[str], dict[str, set[str]]]:
+    """Check every module of the package; return the problems and the internal import graph."""
+    sources = package_sources()
+    known = frozenset(sources)
+    problems: list[str] = []
+    graph: dict[str, set[str]] = {}
+    for module, path in sources.items():
+        found, internal = impurities(
+            path.read_text(encoding="utf-8"),
+            module,
+            known,
+            is_package=path.name == "__init__.py",
+        )
+        problems.extend(found)
+        graph[module] = internal
+    return problems, graph
+
+
+class TestPurity:
+    def test_every_module_of_the_package_imports_only_pure_modules(self) -> None:
+        problems, graph = scan()
+        assert problems == []
+        assert "cutctx.formats" in graph, "the formats edge is checked too"
+
+    def test_the_import_graph_from_the_package_reaches_the_whole_core(self) -> None:
+        _, graph = scan()
+        reached = {PACKAGE}
+        queue = deque([PACKAGE])
+        while queue:
+            for target in graph[queue.popleft()] - reached:
+                reached.add(target)
+                queue.append(target)
+        assert reached >= CORE
+
+    @pytest.mark.parametrize(
+        "source",
+        [
+            "import os",
+            "import time",
+            "import random",
+            "import logging",
+            "import socket",
+            "import os.path",
+            "from os import path",
+            "from time import monotonic",
+            "from random import choice",
+            "import logging.handlers",
+            "import datetime",
+            "import typing_extensions",
+            "import importlib",
+            "import sys",
+            "from baseaicore import utc_now",
+            "from baseaicore import ValidationError, new_id",
+            "import baseaicore",
+            "import cutctx._no_such_module",
+            "from ._no_such_module import x",
+            "with open('notes.txt') as handle:\n    pass",
+            "__import__('os')",
+            "print('debug')",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pathlib",
+            "def f() -> None:\n    import os",
+        ],
+    )
+    def test_the_checker_refuses_impure_source(self, source: str) -> None:
+        known = frozenset(package_sources())
+        problems, _ = impurities(source, "cutctx._example", known)
+        assert problems, f"not caught: {source!r}"
+
+    def test_the_checker_accepts_pure_source(self) -> None:
+        source = (
+            "from __future__ import annotations\n"
+            "import hashlib, json, math\n"
+            "from collections.abc import Mapping\n"
+            "from typing import TYPE_CHECKING\n"
+            "from baseaicore import SuiteError, ValidationError\n"
+            "from cutctx._values import Role\n"
+            "from .. import _errors\n"
+            "from .._values import Action\n"
+            "if TYPE_CHECKING:\n"
+            "    from cutctx._plan import CompactionPlan\n"
+        )
+        known = frozenset(package_sources())
+        problems, internal = impurities(source, "cutctx.formats._example", known)
+        assert problems == []
+        assert internal == {"cutctx", "cutctx._errors", "cutctx._plan", "cutctx._values"}
+
+    def test_relative_imports_resolve_against_the_package(self) -> None:
+        assert _absolute("cutctx._plan", is_package=False, level=1, name="_values") == (
+            "cutctx._values"
+        )
+        assert _absolute("cutctx", is_package=True, level=1, name="_values") == "cutctx._values"
+        assert _absolute("cutctx.formats.x", is_package=False, level=2, name=None) == "cutctx"
+        assert _absolute("cutctx._plan", is_package=False, level=0, name="json") == "json"
