@@ -1,0 +1,227 @@
+"""Named transcripts, budgets and policies for the determinism goldens (no randomness anywhere).
+
+Each case is built by plain loops over fixed figures, so it is the same on every machine and
+Python version. The small turn builders are shared with the unit tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cutctx import (
+    CompactionBudget,
+    CompactionPolicy,
+    DropOldestPolicy,
+    ObservationMaskingPolicy,
+    PolicyChain,
+    Role,
+    SummarizingPolicy,
+    Transcript,
+    TranscriptTurn,
+    default_chain,
+)
+from tests.oracle import untouchable_total
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+PROMPT_ID = "summaries/v1"
+PROTECTED = 2
+
+
+def system(turn_id: str, tokens: int, content: str | None = None) -> TranscriptTurn:
+    """A system turn."""
+    return TranscriptTurn(turn_id, Role.SYSTEM, content or f"system {turn_id}", tokens)
+
+
+def user(
+    turn_id: str, tokens: int, *, pinned: bool = False, call: str | None = None
+) -> TranscriptTurn:
+    """A user turn (``call`` only to build unusual exchanges)."""
+    return TranscriptTurn(turn_id, Role.USER, f"user {turn_id}", tokens, call, pinned)
+
+
+def assistant(
+    turn_id: str, tokens: int, call: str | None = None, *, pinned: bool = False
+) -> TranscriptTurn:
+    """An assistant turn, opening the exchange ``call`` if given."""
+    return TranscriptTurn(turn_id, Role.ASSISTANT, f"assistant {turn_id}", tokens, call, pinned)
+
+
+def tool(
+    turn_id: str,
+    tokens: int,
+    call: str | None = None,
+    *,
+    pinned: bool = False,
+    content: str | None = None,
+) -> TranscriptTurn:
+    """A tool result in the exchange ``call``."""
+    body = content if content is not None else f"result {turn_id}"
+    return TranscriptTurn(turn_id, Role.TOOL, body, tokens, call, pinned)
+
+
+def simple_chat() -> Transcript:
+    """A system prompt and three questions with their answers."""
+    return Transcript(
+        (
+            system("s", 15),
+            user("u1", 30),
+            assistant("a1", 60),
+            user("u2", 25),
+            assistant("a2", 80),
+            user("u3", 20),
+            assistant("a3", 45),
+        )
+    )
+
+
+def long_chat() -> Transcript:
+    """A system prompt and forty alternating turns of varied sizes."""
+    turns = [system("s", 40)]
+    for k in range(40):
+        size = 20 + (k * 37) % 90
+        turns.append(user(f"u{k}", size) if k % 2 == 0 else assistant(f"a{k}", size))
+    return Transcript(tuple(turns))
+
+
+def tool_heavy_agent() -> Transcript:
+    """A pinned task, then eight rounds of call, large result and short comment."""
+    turns = [system("s", 30), user("task", 50, pinned=True)]
+    for k in range(8):
+        log = "".join(f"line {line} of step {k}\n" for line in range(20 + 10 * k))
+        turns.append(assistant(f"call{k}", 20, f"c{k}"))
+        turns.append(tool(f"result{k}", 150 + 60 * k, f"c{k}", content=log))
+        turns.append(assistant(f"note{k}", 15))
+    turns.append(assistant("answer", 40))
+    return Transcript(tuple(turns))
+
+
+def multi_call_exchange() -> Transcript:
+    """One assistant turn issuing three calls whose results share its call id."""
+    return Transcript(
+        (
+            system("s", 10),
+            user("u1", 20),
+            assistant("a1", 20, "batch"),
+            tool("r1", 300, "batch"),
+            tool("r2", 250, "batch"),
+            tool("r3", 200, "batch"),
+            assistant("a2", 30),
+            user("u2", 25),
+            assistant("a3", 35),
+        )
+    )
+
+
+def scattered_exchange() -> Transcript:
+    """A call answered far later, interleaved with a second exchange and plain chat."""
+    return Transcript(
+        (
+            system("s", 10),
+            assistant("a1", 20, "far"),
+            user("u1", 30),
+            assistant("a2", 20, "near"),
+            tool("r2", 200, "near"),
+            user("u2", 40),
+            assistant("a3", 50),
+            user("u3", 35),
+            tool("r1", 400, "far"),
+            assistant("a4", 25),
+            user("u4", 30),
+            assistant("a5", 30),
+        )
+    )
+
+
+def orphaned_result() -> Transcript:
+    """A tool result whose call id matches nothing (an exchange of one), amid chat."""
+    return Transcript(
+        (
+            system("s", 10),
+            user("u1", 40),
+            tool("lost", 500, "nobody"),
+            assistant("a1", 60),
+            user("u2", 30),
+            assistant("a2", 70),
+            user("u3", 20),
+            assistant("a3", 25),
+        )
+    )
+
+
+def entirely_pinned() -> Transcript:
+    """Every turn pinned: nothing may leave."""
+    return Transcript(
+        (
+            user("u1", 40, pinned=True),
+            assistant("a1", 50, "c", pinned=True),
+            tool("r1", 300, "c", pinned=True),
+            assistant("a2", 30, pinned=True),
+        )
+    )
+
+
+def empty() -> Transcript:
+    """No turns at all."""
+    return Transcript(())
+
+
+CASES: dict[str, Callable[[], Transcript]] = {
+    "simple_chat": simple_chat,
+    "long_chat": long_chat,
+    "tool_heavy_agent": tool_heavy_agent,
+    "multi_call_exchange": multi_call_exchange,
+    "scattered_exchange": scattered_exchange,
+    "orphaned_result": orphaned_result,
+    "entirely_pinned": entirely_pinned,
+    "empty": empty,
+}
+
+
+def budgets(transcript: Transcript) -> dict[str, CompactionBudget]:
+    """The budgets of a case, by name; a name whose figure repeats an earlier one is left out.
+
+    ``fits`` is the total; ``tight`` keeps two thirds of what lies above the untouchable set;
+    ``very_tight`` a tenth of it; ``unsatisfiable`` is one token under the untouchable set.
+    """
+    total = transcript.token_estimate()
+    floor = untouchable_total(transcript, CompactionBudget(total, PROTECTED))
+    figures = {
+        "fits": total,
+        "tight": floor + (total - floor) * 2 // 3,
+        "very_tight": floor + (total - floor) // 10,
+        "unsatisfiable": floor - 1,
+    }
+    chosen: dict[str, CompactionBudget] = {}
+    for name, figure in figures.items():
+        if figure >= 0 and all(b.max_tokens != figure for b in chosen.values()):
+            chosen[name] = CompactionBudget(figure, PROTECTED)
+    return chosen
+
+
+@dataclass(frozen=True)
+class GoldenPolicy:
+    """A policy configuration whose plans are recorded."""
+
+    make: Callable[[], CompactionPolicy]
+
+    @property
+    def directory(self) -> str:
+        """The goldens directory: the policy's name and version."""
+        policy = self.make()
+        return f"{policy.name}@{policy.version}"
+
+
+POLICIES: tuple[GoldenPolicy, ...] = (
+    GoldenPolicy(ObservationMaskingPolicy),
+    GoldenPolicy(lambda: SummarizingPolicy(PROMPT_ID)),
+    GoldenPolicy(DropOldestPolicy),
+    GoldenPolicy(lambda: default_chain(prompt_id=PROMPT_ID)),
+    GoldenPolicy(
+        lambda: PolicyChain(
+            (SummarizingPolicy(PROMPT_ID), ObservationMaskingPolicy(), DropOldestPolicy())
+        )
+    ),
+)
