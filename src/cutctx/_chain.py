@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Final
 
 from baseaicore import ValidationError
 
-from cutctx._draft import BuiltinPolicy, Draft, Group
+from cutctx._draft import BuiltinPolicy, Draft, Group, Stub
 from cutctx._drop import DropOldestPolicy
 from cutctx._executor import masked_turn, summary_turn
 from cutctx._invariants import Layout, layout
@@ -20,6 +20,7 @@ from cutctx._values import (
     TranscriptTurn,
     TurnReplacement,
     group_id_for,
+    trusted_transcript,
 )
 
 if TYPE_CHECKING:
@@ -82,17 +83,21 @@ class PolicyChain(BuiltinPolicy):
         return f"PolicyChain({list(self._policies)!r})"
 
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
-        state = _State(transcript)
-        view, origin = transcript, list(range(len(transcript.turns)))
-        view_shape: Layout | None = shape
+        state = _State(transcript, resolve=_reads_content(self))
+        view: Transcript | None = transcript
+        origin = list(range(len(transcript.turns)))
+        view_shape = shape
         for member in self._policies:
-            if view.token_estimate() <= budget.max_tokens:
-                break
-            if view_shape is None:
+            if view is None:
+                # The projection is built only when another member has to run over it.
+                if state.tokens() <= budget.max_tokens:
+                    break
+                view, origin = state.project()
                 view_shape = layout(view, budget)
+            elif view.token_estimate() <= budget.max_tokens:
+                break
             state.absorb(member, origin, _member_draft(member, view, budget, view_shape))
-            view, origin = state.project()
-            view_shape = None
+            view = None
         return state.draft()
 
 
@@ -147,8 +152,23 @@ def _member_draft(
     return draft
 
 
+def _reads_content(policy: CompactionPolicy) -> bool:
+    """Whether ``policy`` may read a masked turn's stub text in a projection.
+
+    The built-in policies never do (they skip masked turns), so their chains can leave stubs'
+    digests for the final plan; any other policy sees every stub whole.
+    """
+    if isinstance(policy, PolicyChain):
+        return any(_reads_content(member) for member in policy.policies)
+    return not isinstance(policy, BuiltinPolicy)
+
+
 class _State:
-    """The chain's decisions so far, over the real transcript's turn indices."""
+    """The chain's decisions so far, over the real transcript's turn indices.
+
+    A masked turn's ``Stub`` is resolved (hashed) in a projection only when ``resolve`` is set;
+    otherwise the projection carries the stub without its digest, at the same price.
+    """
 
     __slots__ = (
         "actions",
@@ -159,13 +179,15 @@ class _State:
         "masked",
         "next_key",
         "replacements",
+        "resolve",
         "transcript",
     )
 
-    def __init__(self, transcript: Transcript) -> None:
+    def __init__(self, transcript: Transcript, *, resolve: bool) -> None:
         self.transcript = transcript
+        self.resolve = resolve
         self.actions = [Action.KEEP] * len(transcript.turns)
-        self.replacements: dict[int, TurnReplacement] = {}
+        self.replacements: dict[int, TurnReplacement | Stub] = {}
         self.masked: dict[int, TranscriptTurn] = {}
         self.group_of: dict[int, int] = {}
         self.groups: dict[int, Group] = {}
@@ -221,6 +243,18 @@ class _State:
             del self.group_of[index]
         return group.members
 
+    def tokens(self) -> int:
+        """Return the token estimate of the view ``project`` would build, without building it."""
+        turns = self.transcript.turns
+        keep, mask = Action.KEEP, Action.MASK
+        total = sum(group.target_tokens for group in self.groups.values())
+        for index, kind in enumerate(self.actions):
+            if kind is keep:
+                total += turns[index].token_estimate
+            elif kind is mask:
+                total += self.replacements[index].token_estimate
+        return total
+
     def project(self) -> tuple[Transcript, list[int]]:
         """Return the view the decisions so far would produce, and each turn's origin."""
         turns = self.transcript.turns
@@ -233,7 +267,13 @@ class _State:
             elif kind is mask:
                 turn = self.masked.get(index)
                 if turn is None:
-                    turn = masked_turn(turns[index], self.replacements[index])
+                    replacement = self.replacements[index]
+                    if isinstance(replacement, Stub) and self.resolve:
+                        replacement = replacement.resolve(turns[index].content)
+                        self.replacements[index] = replacement
+                    elif isinstance(replacement, Stub):
+                        replacement = TurnReplacement(replacement.head, replacement.token_estimate)
+                    turn = masked_turn(turns[index], replacement)
                     self.masked[index] = turn
                 view.append(turn)
             elif kind is summarize:
@@ -248,7 +288,8 @@ class _State:
             else:
                 continue
             origin.append(index)
-        return Transcript(tuple(view)), origin
+        # Ids stay unique: stand-in ids are digests of the real ids they replace.
+        return trusted_transcript(tuple(view)), origin
 
     def draft(self) -> Draft:
         """Return the decisions as a draft over the real transcript."""

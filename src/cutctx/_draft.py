@@ -8,9 +8,10 @@ and calls ``build_plan`` once, against the real transcript.
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from baseaicore import ValidationError
 
@@ -25,12 +26,14 @@ from cutctx._values import (
     TurnAction,
     TurnReplacement,
     group_id_for,
+    trusted_action,
+    trusted_replacement,
 )
 
 if TYPE_CHECKING:
     from cutctx._typing import TokenEstimator
 
-__all__ = ["BuiltinPolicy", "Draft", "Group", "build_plan", "estimator_marks"]
+__all__ = ["BuiltinPolicy", "Draft", "Group", "Stub", "build_plan", "estimator_marks"]
 
 
 @dataclass(slots=True)
@@ -42,12 +45,29 @@ class Group:
     prompt_id: str
 
 
+class Stub(NamedTuple):
+    """A masked body's stub whose digest waits until the plan is built.
+
+    The stub text is ``head`` + the SHA-256 hex digest of the original + ``)``; its price is
+    already known (a character estimator prices it by length alone), so a body is hashed only if
+    the final plan still masks it, not when a later chain member summarizes or drops it.
+    """
+
+    head: str
+    token_estimate: int
+
+    def resolve(self, content: str) -> TurnReplacement:
+        """Return the replacement for the original ``content``, digest included."""
+        digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+        return trusted_replacement(f"{self.head}{digest})", self.token_estimate)
+
+
 @dataclass(slots=True)
 class Draft:
     """A decision in the making, indexed by turn position."""
 
     actions: list[Action]
-    replacements: dict[int, TurnReplacement] = field(default_factory=dict)
+    replacements: dict[int, TurnReplacement | Stub] = field(default_factory=dict)
     groups: list[Group] = field(default_factory=list)
     estimator_ratio: float | None = None
     estimator_name: str | None = None
@@ -88,20 +108,26 @@ def build_plan(
         requests.append(SummarizationRequest(group_id, ids, group.target_tokens, group.prompt_id))
 
     keep, mask, summarize = Action.KEEP, Action.MASK, Action.SUMMARIZE
+    replacements = draft.replacements
     actions: list[TurnAction] = []
+    append = actions.append
     after = 0
+    # The parts are valid by construction (ids of validated turns, priced stubs); the gate
+    # inside CompactionPlan checks the plan they form.
     for index, (turn, kind) in enumerate(zip(turns, draft.actions, strict=True)):
         if kind is keep:
-            actions.append(TurnAction(turn.turn_id, keep))
+            append(trusted_action(turn.turn_id, keep, None, None))
             after += turn.token_estimate
         elif kind is mask:
-            replacement = draft.replacements[index]
-            actions.append(TurnAction(turn.turn_id, mask, None, replacement))
+            replacement = replacements[index]
+            if isinstance(replacement, Stub):
+                replacement = replacement.resolve(turn.content)
+            append(trusted_action(turn.turn_id, mask, None, replacement))
             after += replacement.token_estimate
         elif kind is summarize:
-            actions.append(TurnAction(turn.turn_id, summarize, group_ids[index]))
+            append(trusted_action(turn.turn_id, summarize, group_ids[index], None))
         else:
-            actions.append(TurnAction(turn.turn_id, kind))
+            append(trusted_action(turn.turn_id, kind, None, None))
     after += sum(request.target_tokens for request in requests)
     return CompactionPlan(
         tuple(actions),
@@ -148,8 +174,8 @@ class BuiltinPolicy(ABC):
             BudgetUnsatisfiable: if the untouchable turns alone are over the budget.
             ValidationError: if ``transcript`` or ``budget`` is not a cutctx value.
         """
-        shape = checked_layout(transcript, budget)
-        draft = self._draft(transcript, budget, shape)
+        # The layout is released before the plan is built (the gate computes its own).
+        draft = self._draft(transcript, budget, checked_layout(transcript, budget))
         return build_plan(transcript, budget, draft, self.name, self.version)
 
 

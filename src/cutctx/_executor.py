@@ -18,26 +18,24 @@ from cutctx._values import (
     Transcript,
     TranscriptTurn,
     TurnReplacement,
+    trusted_transcript,
+    trusted_turn,
 )
 
 __all__ = ["CompactionExecutor", "masked_turn", "summary_turn"]
 
 _MAX_IDS = 10
+_MASKED_ONLY: Mapping[str, str] = MappingProxyType({"cutctx.kind": "masked"})
 
 
 def masked_turn(turn: TranscriptTurn, replacement: TurnReplacement) -> TranscriptTurn:
     """Return ``turn`` with its body replaced: same id, role, call id, pin and position."""
-    metadata = dict(turn.metadata)
-    metadata["cutctx.kind"] = "masked"
-    return TranscriptTurn(
-        turn.turn_id,
-        turn.role,
-        replacement.content,
-        replacement.token_estimate,
-        turn.tool_call_id,
-        turn.pinned,
-        MappingProxyType(metadata),
-    )
+    if turn.metadata is EMPTY_METADATA:
+        metadata = _MASKED_ONLY  # the common case shares one read-only mapping
+    else:
+        metadata = MappingProxyType({**turn.metadata, "cutctx.kind": "masked"})
+    # Every part is already valid: the turn's own fields and a replacement the gate accepted.
+    return trusted_turn(turn, replacement.content, replacement.token_estimate, metadata)
 
 
 def summary_turn(group_id: str, content: str, target_tokens: int, replaced: int) -> TranscriptTurn:
@@ -124,6 +122,10 @@ def _build(
     keep, mask, summarize = Action.KEEP, Action.MASK, Action.SUMMARIZE
     for turn, action in zip(transcript.turns, plan.actions, strict=True):
         kind = action.action
+        # A SYSTEM or pinned turn is untouchable under any budget: a plan removing one was
+        # built for another version of this transcript (contract 2 holds in apply too).
+        if kind is not keep and (turn.pinned or turn.role is Role.SYSTEM):
+            raise _untouchable_removed(turn, kind)
         if kind is keep:
             view.append(turn)
             kept.append(turn.turn_id)
@@ -161,7 +163,8 @@ def _build(
         summary_turn_ids=tuple(summary_ids),
         estimator_name=plan.estimator_name,
     )
-    return CompactedTranscript(Transcript(tuple(view)), report)
+    # Ids stay unique: the gate refuses a summary id that a kept or masked turn holds.
+    return CompactedTranscript(trusted_transcript(tuple(view)), report)
 
 
 def _check_belongs(transcript: Transcript, plan: CompactionPlan) -> None:
@@ -201,6 +204,22 @@ def _check_belongs(transcript: Transcript, plan: CompactionPlan) -> None:
             f"{len(unplanned)} unplanned turn ids" + (", order differs" if order_differs else "")
         )
     raise PlanTranscriptMismatch(message, details=details)
+
+
+def _untouchable_removed(turn: TranscriptTurn, kind: Action) -> PlanTranscriptMismatch:
+    return PlanTranscriptMismatch(
+        f"the plan would {kind.value} the untouchable turn {turn.turn_id!r}: it was built for "
+        "another version of this transcript",
+        details={
+            "unknown_turn_ids": [],
+            "unknown_turn_count": 0,
+            "unplanned_turn_ids": [],
+            "unplanned_turn_count": 0,
+            "order_differs": False,
+            "turn_id": turn.turn_id,
+            "action": kind.value,
+        },
+    )
 
 
 def _wrong(name: str, expected: str, value: object) -> ValidationError:

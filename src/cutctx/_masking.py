@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Final
 
 from baseaicore import ValidationError
 
-from cutctx._draft import BuiltinPolicy, Draft, estimator_marks, keep_all
+from cutctx._draft import BuiltinPolicy, Draft, Stub, estimator_marks, keep_all
 from cutctx._estimators import CharRatioEstimator
 from cutctx._values import (
     DEFAULT_PLACEHOLDER,
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["ObservationMaskingPolicy"]
 
 MASKED_KIND: Final = "masked"
+_DIGEST_TAIL: Final = "0" * 64 + ")"
+"""As long as a stub's digest and closing bracket: all a length-only estimator needs to price it."""
 
 
 class ObservationMaskingPolicy(BuiltinPolicy):
@@ -114,18 +116,27 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         floor = len(results) - self._keep_recent_results
         draft = Draft([Action.KEEP] * len(turns))
         estimate = self._estimator.estimate_tokens
+        # The character default prices by length alone, so the digest can wait for the plan
+        # (see ``Stub``); any other estimator may read the digest, so it gets the whole stub.
+        by_length = type(self._estimator) is CharRatioEstimator
         for index in results[: max(floor, 0)]:
             if total <= budget.max_tokens:
                 break
             turn = turns[index]
             if shape.untouchable[index] or turn.metadata.get("cutctx.kind") == MASKED_KIND:
                 continue
-            stub = self.stub(turn.content, turn.token_estimate)
-            cost = estimate(stub)
+            if by_length:
+                head = f"{self._placeholder} (original: {turn.token_estimate} tokens, sha256:"
+                cost = estimate(head + _DIGEST_TAIL)
+                replacement: TurnReplacement | Stub = Stub(head, cost)
+            else:
+                stub = self.stub(turn.content, turn.token_estimate)
+                cost = estimate(stub)
+                replacement = TurnReplacement(stub, cost)
             if cost >= turn.token_estimate:
                 continue
             draft.actions[index] = Action.MASK
-            draft.replacements[index] = TurnReplacement(stub, cost)
+            draft.replacements[index] = replacement
             total -= turn.token_estimate - cost
         if draft.replacements:
             draft.estimator_ratio, draft.estimator_name = estimator_marks(self._estimator)

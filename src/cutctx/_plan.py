@@ -11,6 +11,7 @@ from baseaicore import ValidationError
 
 from cutctx._invariants import check_plan
 from cutctx._values import (
+    Action,
     CompactionBudget,
     SummarizationRequest,
     Transcript,
@@ -23,11 +24,21 @@ from cutctx._values import (
 
 __all__ = ["CompactionPlan", "canonical_json"]
 
+# An enum's ``.value`` is a descriptor call; a plan serializes one action per turn.
+_WIRE = {action: action.value for action in Action}
+
 
 def canonical_json(value: object) -> str:
     """Serialize plain JSON data canonically: sorted keys, no whitespace, non-ASCII kept as is."""
+    # No cycle check: callers pass the fresh, acyclic trees that to_dict() builds, and the check
+    # (one id-keyed marker per container) costs more than the rest of the encoding.
     return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        value,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+        check_circular=False,
     )
 
 
@@ -96,15 +107,15 @@ class CompactionPlan:
         data: dict[str, Any] = {
             "actions": [
                 {
-                    "turn_id": action.turn_id,
-                    "action": action.action.value,
-                    "summary_group": action.summary_group,
+                    "action": _WIRE[action.action],
                     "replacement": None
                     if action.replacement is None
                     else {
                         "content": action.replacement.content,
                         "token_estimate": action.replacement.token_estimate,
                     },
+                    "summary_group": action.summary_group,
+                    "turn_id": action.turn_id,
                 }
                 for action in self.actions
             ],

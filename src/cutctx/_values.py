@@ -107,7 +107,8 @@ def _frozen_metadata(value: object) -> Mapping[str, str]:
     """Return a read-only copy of a str-to-str mapping, so the caller's edits cannot leak in."""
     if value is EMPTY_METADATA:
         return EMPTY_METADATA
-    if not isinstance(value, Mapping):
+    # The exact-type test first: an ABC isinstance check is slow on this hot path.
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise _refuse("TranscriptTurn", "metadata", "a mapping of str to str", value)
     for key, item in value.items():
         if not isinstance(key, str) or not isinstance(item, str):
@@ -310,3 +311,56 @@ def group_id_for(turn_ids: tuple[str, ...] | list[str]) -> str:
     """Return a span's group id: the prefix and 16 hex digits of SHA-256 over NUL-joined ids."""
     digest = hashlib.sha256("\0".join(turn_ids).encode("utf-8")).hexdigest()
     return GROUP_ID_PREFIX + digest[:16]
+
+
+# Hot-path constructors. cutctx's own plan builder, executor and chain make many values from parts
+# that were validated already (fields of validated turns, stubs the masking policy priced); these
+# skip the re-validation in ``__post_init__`` and nothing else. The plan they end up in still
+# passes the invariants gate. Never use them on caller input.
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def trusted_action(
+    turn_id: str, action: Action, group: str | None, replacement: TurnReplacement | None
+) -> TurnAction:
+    """Return ``TurnAction(turn_id, action, group, replacement)`` without re-validating it."""
+    made: TurnAction = _new(TurnAction)
+    _set(made, "turn_id", turn_id)
+    _set(made, "action", action)
+    _set(made, "summary_group", group)
+    _set(made, "replacement", replacement)
+    return made
+
+
+def trusted_replacement(content: str, token_estimate: int) -> TurnReplacement:
+    """Return ``TurnReplacement(content, token_estimate)`` without re-validating it."""
+    made: TurnReplacement = _new(TurnReplacement)
+    _set(made, "content", content)
+    _set(made, "token_estimate", token_estimate)
+    return made
+
+
+def trusted_turn(
+    like: TranscriptTurn, content: str, token_estimate: int, metadata: Mapping[str, str]
+) -> TranscriptTurn:
+    """Return a copy of the valid turn ``like`` with a new body, estimate and read-only metadata."""
+    made: TranscriptTurn = _new(TranscriptTurn)
+    _set(made, "turn_id", like.turn_id)
+    _set(made, "role", like.role)
+    _set(made, "content", content)
+    _set(made, "token_estimate", token_estimate)
+    _set(made, "tool_call_id", like.tool_call_id)
+    _set(made, "pinned", like.pinned)
+    _set(made, "metadata", metadata)
+    return made
+
+
+def trusted_transcript(turns: tuple[TranscriptTurn, ...]) -> Transcript:
+    """Return ``Transcript(turns)`` for valid turns whose ids are known to be unique."""
+    made: Transcript = _new(Transcript)
+    _set(made, "turns", turns)
+    _set(made, "_total", sum(turn.token_estimate for turn in turns))
+    _set(made, "_layouts", {})
+    return made
