@@ -8,6 +8,8 @@ report. cutctx never calls a model. Everything public is exported here; the rest
 
 from cutctx._chain import PolicyChain as PolicyChain
 from cutctx._chain import default_chain as default_chain
+from cutctx._compact import CompactedMessages as CompactedMessages
+from cutctx._compact import compact_messages as compact_messages
 from cutctx._drop import DropOldestPolicy as DropOldestPolicy
 from cutctx._errors import BudgetUnsatisfiable as BudgetUnsatisfiable
 from cutctx._errors import CompactionError as CompactionError
@@ -46,6 +48,7 @@ __all__ = [
     "Action",
     "BudgetUnsatisfiable",
     "CharRatioEstimator",
+    "CompactedMessages",
     "CompactedTranscript",
     "CompactionBudget",
     "CompactionError",
@@ -67,6 +70,7 @@ __all__ = [
     "TranscriptTurn",
     "TurnAction",
     "TurnReplacement",
+    "compact_messages",
     "default_chain",
 ]
 

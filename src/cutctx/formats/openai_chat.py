@@ -1,0 +1,258 @@
+"""OpenAI Chat Completions messages to and from cutctx transcripts.
+
+One turn per message, with ids ``m0``, ``m1``, ... by position. ``system`` and ``developer``
+messages are ``SYSTEM`` turns (untouchable); an assistant message with ``tool_calls`` and the
+``tool`` messages answering it share one ``tool_call_id`` (the turn id of the assistant message),
+so every plan keeps, masks, summarizes or drops them as one exchange. Only a ``tool`` message's
+body is ever masked. See ``docs/formats/openai_chat.md`` for the pricing rules.
+
+>>> transcript, binding = to_transcript([{"role": "user", "content": "hi"}])
+>>> transcript.turn_ids(), from_transcript(transcript, binding)
+(('m0',), [{'role': 'user', 'content': 'hi'}])
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from cutctx._values import Role, Transcript, TranscriptTurn
+from cutctx.formats._common import (
+    AUDIO_TOKENS,
+    FILE_TOKENS,
+    Binding,
+    Part,
+    Pricer,
+    as_json,
+    check_dict,
+    check_messages,
+    collect,
+    fail,
+    joined,
+    openai_image_tokens,
+    stub_content,
+    system_text,
+    system_turn,
+    text_field,
+)
+
+if TYPE_CHECKING:
+    from cutctx._report import CompactedTranscript
+    from cutctx._typing import TokenEstimator
+
+__all__ = ["FORMAT", "count_tokens", "from_transcript", "to_transcript"]
+
+FORMAT: Final = "openai_chat"
+
+_ROLES: Final = {
+    "system": Role.SYSTEM,
+    "developer": Role.SYSTEM,
+    "user": Role.USER,
+    "assistant": Role.ASSISTANT,
+    "tool": Role.TOOL,
+}
+
+
+def to_transcript(
+    messages: list[dict[str, Any]],
+    *,
+    estimator: TokenEstimator | None = None,
+    system: str | list[dict[str, Any]] | None = None,
+) -> tuple[Transcript, Binding]:
+    """Map Chat Completions ``messages`` onto a transcript and the binding to map it back.
+
+    ``system``, if given, is request-level text kept outside the list: a pinned turn that is
+    priced but never emitted (``binding.system`` returns it unchanged).
+
+    Raises:
+        ValidationError: naming the message ``index`` in ``details`` for a non-list, a message
+            that is not an object, an unknown role, a tool message whose call is missing, a
+            tool call without its answer, or a field of the wrong type.
+    """
+    pricer = Pricer.of(FORMAT, estimator)
+    items = check_messages(FORMAT, messages)
+    turns: list[TranscriptTurn] = []
+    parts: dict[str, Part] = {}
+    head = system_text(FORMAT, system, pricer)
+    if head is not None:
+        turn = system_turn(*head)
+        turns.append(turn)
+        parts[turn.turn_id] = Part(turn, -1, None, maskable=False, siblings=1)
+    pending: set[str] = set()
+    opener, key = -1, ""
+    for index, message in enumerate(items):
+        role = message.get("role")
+        kind = _ROLES.get(role) if isinstance(role, str) else None
+        if kind is None:
+            raise fail(FORMAT, index, f"unknown role {role!r:.40}", role=repr(role)[:40])
+        if pending and kind is not Role.TOOL:
+            raise _unanswered(opener, pending)
+        turn_id = f"m{index}"
+        text, cost = _content(pricer, index, message.get("content"))
+        call_key: str | None = None
+        if kind is Role.TOOL:
+            call_id = text_field(FORMAT, index, message.get("tool_call_id"), "tool_call_id")
+            if call_id not in pending:
+                raise fail(
+                    FORMAT,
+                    index,
+                    f"tool message answers call {call_id!r:.60}, which the assistant message "
+                    "just before it did not make (or which is already answered)",
+                    call_id=call_id,
+                )
+            pending.discard(call_id)
+            call_key = key
+        else:
+            texts = [text] if text else []
+            cost += _optional_text(pricer, index, message, "name", texts=None)
+            if kind is Role.ASSISTANT:
+                cost += _optional_text(pricer, index, message, "refusal", texts=texts)
+                ids, call_cost = _calls(pricer, index, message.get("tool_calls"), texts)
+                cost += call_cost
+                if ids:
+                    pending, opener, key = set(ids), index, turn_id
+                    call_key = turn_id
+            text = joined(texts)
+        turn = TranscriptTurn(turn_id, kind, text, pricer.framing + cost, call_key)
+        turns.append(turn)
+        parts[turn_id] = Part(turn, index, None, maskable=kind is Role.TOOL, siblings=1)
+    if pending:
+        raise _unanswered(opener, pending)
+    return Transcript(tuple(turns)), Binding(FORMAT, items, system, parts, pricer.estimator)
+
+
+def from_transcript(
+    view: Transcript | CompactedTranscript, binding: Binding
+) -> list[dict[str, Any]]:
+    """Rebuild Chat Completions messages from a (compacted) view of ``binding``'s transcript.
+
+    Kept messages are the caller's own dicts, in order; a masked tool message is a copy whose
+    ``content`` is the stub (a string, or one text part if it was a list); a summary is an
+    ``assistant`` message. Request-level ``system=`` is never emitted.
+
+    Raises:
+        ValidationError: for a binding of another format or a view it cannot have produced.
+    """
+    out: list[dict[str, Any]] = []
+    for piece in collect(FORMAT, view, binding):
+        if piece.index < 0:
+            out.append({"role": "assistant", "content": piece.text})
+            continue
+        message = binding.messages[piece.index]
+        if piece.masked:
+            message = dict(message)
+            message["content"] = stub_content(message.get("content"), piece.masked[None], "text")
+        out.append(message)
+    return out
+
+
+def count_tokens(
+    messages: list[dict[str, Any]],
+    *,
+    estimator: TokenEstimator | None = None,
+    system: str | list[dict[str, Any]] | None = None,
+) -> int:
+    """Return what ``messages`` (and ``system``) cost under this format's pricing rules.
+
+    >>> count_tokens([{"role": "user", "content": "twelve chars"}])
+    3
+
+    Raises:
+        ValidationError: as ``to_transcript`` does.
+    """
+    return to_transcript(messages, estimator=estimator, system=system)[0].token_estimate()
+
+
+def _unanswered(opener: int, pending: set[str]) -> Exception:
+    missing = sorted(pending)
+    return fail(
+        FORMAT,
+        opener,
+        f"tool call {missing[0]!r:.60} has no tool message answering it",
+        call_ids=missing[:10],
+    )
+
+
+def _optional_text(
+    pricer: Pricer,
+    index: int,
+    message: dict[str, Any],
+    name: str,
+    *,
+    texts: list[str] | None,
+) -> int:
+    value = message.get(name)
+    if value is None:
+        return 0
+    text = text_field(FORMAT, index, value, name)
+    if texts is not None and text:
+        texts.append(text)
+    return pricer.text(text)
+
+
+def _content(pricer: Pricer, index: int, content: object) -> tuple[str, int]:
+    """Render and price a message's ``content``: a string, a list of parts, or absent."""
+    if content is None:
+        return "", 0
+    if isinstance(content, str):
+        return content, pricer.text(content)
+    if not isinstance(content, list | tuple):
+        raise fail(
+            FORMAT, index, f"content must be a string or a list, got {type(content).__name__}"
+        )
+    texts: list[str] = []
+    cost = 0
+    for position, value in enumerate(content):
+        where = f"content[{position}]"
+        part = check_dict(FORMAT, index, value, where)
+        kind = part.get("type")
+        if kind in ("text", "refusal"):
+            text = text_field(FORMAT, index, part.get(kind), f"{where}.{kind}")
+            texts.append(text)
+            cost += pricer.text(text)
+        elif kind == "image_url":
+            image = check_dict(FORMAT, index, part.get("image_url"), f"{where}.image_url")
+            cost += openai_image_tokens(image.get("url"), image.get("detail"))
+            texts.append("[image]")
+        elif kind == "input_audio":
+            cost += AUDIO_TOKENS
+            texts.append("[audio]")
+        elif kind == "file":
+            cost += FILE_TOKENS
+            texts.append("[file]")
+        elif isinstance(kind, str):
+            cost += pricer.text(as_json(part))
+            texts.append(f"[{kind}]")
+        else:
+            raise fail(FORMAT, index, f"{where} has no string type")
+    return joined(texts), cost
+
+
+def _calls(pricer: Pricer, index: int, calls: object, texts: list[str]) -> tuple[list[str], int]:
+    """Read and price an assistant message's ``tool_calls``: framing, name and arguments each."""
+    if calls is None:
+        return [], 0
+    if not isinstance(calls, list | tuple):
+        raise fail(FORMAT, index, f"tool_calls must be a list, got {type(calls).__name__}")
+    ids: list[str] = []
+    cost = 0
+    for position, value in enumerate(calls):
+        where = f"tool_calls[{position}]"
+        call = check_dict(FORMAT, index, value, where)
+        call_id = text_field(FORMAT, index, call.get("id"), f"{where}.id")
+        if call_id in ids:
+            raise fail(FORMAT, index, f"{where} repeats the call id {call_id!r:.60}")
+        kind = call.get("type", "function")
+        if kind == "function":
+            body = check_dict(FORMAT, index, call.get("function"), f"{where}.function")
+            argument = "arguments"
+        elif kind == "custom":
+            body = check_dict(FORMAT, index, call.get("custom"), f"{where}.custom")
+            argument = "input"
+        else:
+            raise fail(FORMAT, index, f"{where} has unknown type {kind!r:.40}")
+        name = text_field(FORMAT, index, body.get("name"), f"{where}.{kind}.name")
+        arguments = text_field(FORMAT, index, body.get(argument), f"{where}.{kind}.{argument}")
+        ids.append(call_id)
+        cost += pricer.framing + pricer.text(name) + pricer.text(arguments)
+        texts.append(f"[tool call {name} {arguments}]")
+    return ids, cost

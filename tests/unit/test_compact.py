@@ -1,0 +1,180 @@
+"""``cutctx.compact_messages``: the one-call convenience over plan, fulfil and apply."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from baseaicore import ValidationError
+
+from cutctx import (
+    BudgetUnsatisfiable,
+    CompactedMessages,
+    ObservationMaskingPolicy,
+    SummarizationRequest,
+    SummarizingPolicy,
+    SummaryMissing,
+    TranscriptTurn,
+    compact_messages,
+)
+from cutctx.formats import openai_chat
+from tests.unit.formats.helpers import WORDS
+
+
+def chat(turns: int) -> list[dict[str, Any]]:
+    """A system prompt, then user/assistant pairs of ten words each (13 tokens with framing)."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
+    for index in range(turns):
+        role = "user" if index % 2 == 0 else "assistant"
+        messages.append({"role": role, "content": " ".join([f"w{index}"] * 10)})
+    return messages
+
+
+class TestCompactMessages:
+    def test_fits_without_change_when_under_budget(self) -> None:
+        messages = chat(4)
+        done = compact_messages(messages, max_tokens=1000, format="openai_chat", estimator=WORDS)
+        assert done.messages == messages
+        assert done.report.kept_turn_ids == ("m0", "m1", "m2", "m3", "m4")
+        assert done.plan.policy_name == "chain(observation_masking@1.0.0+drop_oldest@1.0.0)"
+
+    def test_accepts_the_format_module_itself(self) -> None:
+        messages = chat(2)
+        done = compact_messages(messages, max_tokens=100, format=openai_chat)
+        assert done.messages == messages
+        assert isinstance(done, CompactedMessages)
+
+    def test_calls_summarize_once_per_request_with_its_turns(self) -> None:
+        calls: list[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]]] = []
+
+        def summarize(request: SummarizationRequest, turns: Any) -> str:
+            calls.append((request, tuple(turns)))
+            return "Earlier: chat."
+
+        messages = chat(8)  # 5 + 8 * 13 = 109 tokens
+        done = compact_messages(
+            messages,
+            max_tokens=70,
+            format="openai_chat",
+            estimator=WORDS,
+            summarize=summarize,
+            protected_recent_turns=2,
+        )
+        assert len(calls) == 1
+        request, turns = calls[0]
+        assert request.prompt_id == "cutctx.summary"
+        assert [t.turn_id for t in turns] == ["m1", "m2", "m3", "m4", "m5", "m6"]
+        assert done.plan.policy_name == (
+            "chain(observation_masking@1.0.0+summarizing@1.0.0+drop_oldest@1.0.0)"
+        )
+        # span of 6 x 13 = 78 tokens -> target round(15.6) = 16; 5 + 16 + 26 = 47
+        assert done.plan.tokens_after_estimate == 47
+        assert done.messages == [
+            messages[0],
+            {"role": "assistant", "content": "Earlier: chat."},
+            *messages[7:],
+        ]
+
+    def test_a_summary_that_is_not_a_string_is_refused(self) -> None:
+        with pytest.raises(ValidationError, match="not a string") as caught:
+            compact_messages(
+                chat(8),
+                max_tokens=70,
+                format="openai_chat",
+                estimator=WORDS,
+                summarize=lambda _request, _turns: 42,  # type: ignore[arg-type,return-value]
+                protected_recent_turns=2,
+            )
+        assert caught.value.details["group_id"].startswith("span-")
+
+    def test_summaries_that_push_a_fitting_plan_over_budget_are_refused(self) -> None:
+        def verbose(_request: SummarizationRequest, _turns: Any) -> str:
+            return "word " * 40
+
+        with pytest.raises(ValidationError, match="over the budget of 70") as caught:
+            compact_messages(
+                chat(8),
+                max_tokens=70,
+                format="openai_chat",
+                estimator=WORDS,
+                summarize=verbose,
+                protected_recent_turns=2,
+            )
+        # the plan's 47, less the target of 16, plus the 43 that the summary costs
+        assert caught.value.details["tokens_needed"] == 74
+        assert len(caught.value.details["group_ids"]) == 1
+
+    def test_a_summary_over_its_target_is_accepted_while_the_whole_still_fits(self) -> None:
+        done = compact_messages(
+            chat(8),
+            max_tokens=70,
+            format="openai_chat",
+            estimator=WORDS,
+            summarize=lambda _request, _turns: "word " * 20,
+            protected_recent_turns=2,
+        )
+        assert done.messages[1] == {"role": "assistant", "content": "word " * 20}
+
+    def test_a_policy_that_summarizes_without_summarize_raises_summary_missing(self) -> None:
+        with pytest.raises(SummaryMissing):
+            compact_messages(
+                chat(8),
+                max_tokens=70,
+                format="openai_chat",
+                estimator=WORDS,
+                policy=SummarizingPolicy("mine", min_span_turns=1),
+                protected_recent_turns=2,
+            )
+
+    def test_records_the_estimator_name_or_the_character_ratio(self) -> None:
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": "q"},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c", "content": "x " * 400},
+            {"role": "assistant", "content": "done"},
+        ]
+        named = compact_messages(
+            messages,
+            max_tokens=100,
+            format="openai_chat",
+            estimator=WORDS,
+            policy=ObservationMaskingPolicy(0, estimator=WORDS),
+            protected_recent_turns=0,
+        )
+        assert (named.plan.estimator_name, named.plan.estimator_ratio) == ("words", None)
+        ratio = compact_messages(
+            messages,
+            max_tokens=150,
+            format="openai_chat",
+            policy=ObservationMaskingPolicy(0),
+            protected_recent_turns=0,
+        )
+        assert (ratio.plan.estimator_name, ratio.plan.estimator_ratio) == (None, 4.0)
+
+    def test_an_untouchable_set_over_budget_raises_budget_unsatisfiable(self) -> None:
+        with pytest.raises(BudgetUnsatisfiable):
+            compact_messages(chat(4), max_tokens=3, format="openai_chat", estimator=WORDS)
+
+    @pytest.mark.parametrize(
+        ("kwargs", "fragment"),
+        [
+            ({"format": "gemini"}, "format must be one of"),
+            ({"format": dataclasses}, "format must be one of"),
+            ({"format": "openai_chat", "summarize": "yes"}, "summarize must be callable"),
+            ({"format": "openai_chat", "policy": object()}, "policy must be a CompactionPolicy"),
+        ],
+    )
+    def test_bad_arguments_are_refused(self, kwargs: dict[str, Any], fragment: str) -> None:
+        with pytest.raises(ValidationError, match=fragment):
+            compact_messages(chat(2), max_tokens=100, **kwargs)
+
+    def test_the_result_is_frozen(self) -> None:
+        done = compact_messages(chat(2), max_tokens=100, format="openai_chat")
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            done.plan = done.plan  # type: ignore[misc]
