@@ -258,8 +258,13 @@ def plan_notes(plan: CompactionPlan, transcript: Transcript) -> dict[str, Any]:
 def planning(
     policy: CompactionPolicy, transcript: Transcript, budget: CompactionBudget
 ) -> Callable[[], object]:
-    """Return one planning run (nothing to prepare)."""
-    return lambda: policy.decide(transcript, budget)
+    """Return one planning run over a fresh transcript value (built untimed).
+
+    A transcript keeps what it derives (its layout) for the plans made over it; an agent loop
+    plans each new transcript once, so every sample gets a new value holding the same turns.
+    """
+    fresh = Transcript(transcript.turns)
+    return lambda: policy.decide(fresh, budget)
 
 
 def applying(
@@ -273,7 +278,11 @@ def applying(
 
 
 def peak_memory(policy: CompactionPolicy, transcript: Transcript, budget: CompactionBudget) -> int:
-    """Return the peak bytes ``tracemalloc`` sees allocated while ``policy`` plans (plan kept)."""
+    """Return the peak bytes ``tracemalloc`` sees allocated while ``policy`` plans (plan kept).
+
+    The plan is made over a fresh transcript value, so what it derives and keeps is counted.
+    """
+    transcript = Transcript(transcript.turns)
     gc.collect()
     tracemalloc.start()
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from typing import TYPE_CHECKING, Final
 
 from baseaicore import ValidationError
@@ -85,12 +86,12 @@ class PolicyChain(BuiltinPolicy):
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
         state = _State(transcript, resolve=_reads_content(self))
         view: Transcript | None = transcript
-        origin = list(range(len(transcript.turns)))
+        origin = array("q", range(len(transcript.turns)))
         view_shape = shape
         for member in self._policies:
             if view is None:
                 # The projection is built only when another member has to run over it.
-                if state.tokens() <= budget.max_tokens:
+                if state.tokens <= budget.max_tokens:
                     break
                 view, origin = state.project()
                 view_shape = layout(view, budget)
@@ -135,7 +136,7 @@ def _member_draft(
             details={"policy": member.name, "version": member.version},
         )
     position = {turn.turn_id: index for index, turn in enumerate(view.turns)}
-    draft = Draft([action.action for action in plan.actions])
+    draft = Draft([action.action for action in plan.actions], plan.tokens_after_estimate)
     for index, action in enumerate(plan.actions):
         if action.replacement is not None:
             draft.replacements[index] = action.replacement
@@ -180,6 +181,7 @@ class _State:
         "next_key",
         "replacements",
         "resolve",
+        "tokens",
         "transcript",
     )
 
@@ -194,8 +196,10 @@ class _State:
         self.next_key = 0
         self.estimator_ratio: float | None = None
         self.estimator_name: str | None = None
+        # The estimate of the view the decisions so far yield (the last member's figure).
+        self.tokens = transcript.token_estimate()
 
-    def absorb(self, member: CompactionPolicy, origin: list[int], draft: Draft) -> None:
+    def absorb(self, member: CompactionPolicy, origin: array[int], draft: Draft) -> None:
         """Map a member's draft over the projection back onto the real turns.
 
         ``origin[p]`` is the real index behind projected turn ``p``, or ``~key`` (a negative
@@ -204,6 +208,7 @@ class _State:
         if self.estimator_ratio is None and self.estimator_name is None:
             self.estimator_ratio = draft.estimator_ratio
             self.estimator_name = draft.estimator_name
+        self.tokens = draft.tokens
         for position, kind in enumerate(draft.actions):
             if kind is Action.KEEP or kind is Action.SUMMARIZE:
                 continue
@@ -243,23 +248,11 @@ class _State:
             del self.group_of[index]
         return group.members
 
-    def tokens(self) -> int:
-        """Return the token estimate of the view ``project`` would build, without building it."""
-        turns = self.transcript.turns
-        keep, mask = Action.KEEP, Action.MASK
-        total = sum(group.target_tokens for group in self.groups.values())
-        for index, kind in enumerate(self.actions):
-            if kind is keep:
-                total += turns[index].token_estimate
-            elif kind is mask:
-                total += self.replacements[index].token_estimate
-        return total
-
-    def project(self) -> tuple[Transcript, list[int]]:
+    def project(self) -> tuple[Transcript, array[int]]:
         """Return the view the decisions so far would produce, and each turn's origin."""
         turns = self.transcript.turns
         view: list[TranscriptTurn] = []
-        origin: list[int] = []
+        origin = array("q")  # machine ints: no object per turn
         keep, mask, summarize = Action.KEEP, Action.MASK, Action.SUMMARIZE
         for index, kind in enumerate(self.actions):
             if kind is keep:
@@ -269,10 +262,14 @@ class _State:
                 if turn is None:
                     replacement = self.replacements[index]
                     if isinstance(replacement, Stub) and self.resolve:
-                        replacement = replacement.resolve(turns[index].content)
+                        replacement = replacement.resolve(turns[index])
                         self.replacements[index] = replacement
                     elif isinstance(replacement, Stub):
-                        replacement = TurnReplacement(replacement.head, replacement.token_estimate)
+                        # Built-in members never read a masked body: the label stands in,
+                        # at the stub's price, until the plan resolves the digest.
+                        replacement = TurnReplacement(
+                            replacement.placeholder, replacement.token_estimate
+                        )
                     turn = masked_turn(turns[index], replacement)
                     self.masked[index] = turn
                 view.append(turn)
@@ -295,6 +292,7 @@ class _State:
         """Return the decisions as a draft over the real transcript."""
         return Draft(
             self.actions,
+            self.tokens,
             self.replacements,
             list(self.groups.values()),
             self.estimator_ratio,

@@ -23,6 +23,7 @@ from cutctx._values import (
     CompactionBudget,
     SummarizationRequest,
     Transcript,
+    TranscriptTurn,
     TurnAction,
     TurnReplacement,
     group_id_for,
@@ -33,7 +34,15 @@ from cutctx._values import (
 if TYPE_CHECKING:
     from cutctx._typing import TokenEstimator
 
-__all__ = ["BuiltinPolicy", "Draft", "Group", "Stub", "build_plan", "estimator_marks"]
+__all__ = [
+    "BuiltinPolicy",
+    "Draft",
+    "Group",
+    "Stub",
+    "build_plan",
+    "estimator_marks",
+    "stub_text",
+]
 
 
 @dataclass(slots=True)
@@ -45,28 +54,38 @@ class Group:
     prompt_id: str
 
 
+def stub_text(placeholder: str, token_estimate: int, digest: str) -> str:
+    """Return the text of a masked stub: the label, the original's estimate and its digest."""
+    return f"{placeholder} (original: {token_estimate} tokens, sha256:{digest})"
+
+
 class Stub(NamedTuple):
     """A masked body's stub whose digest waits until the plan is built.
 
-    The stub text is ``head`` + the SHA-256 hex digest of the original + ``)``; its price is
-    already known (a character estimator prices it by length alone), so a body is hashed only if
-    the final plan still masks it, not when a later chain member summarizes or drops it.
+    Its price is already known (the character default prices a stub by its length alone), so a
+    body is hashed only if the final plan still masks it, not when a later chain member
+    summarizes or drops it; the text is made then, from the label and the turn.
     """
 
-    head: str
+    placeholder: str
     token_estimate: int
 
-    def resolve(self, content: str) -> TurnReplacement:
-        """Return the replacement for the original ``content``, digest included."""
-        digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
-        return trusted_replacement(f"{self.head}{digest})", self.token_estimate)
+    def resolve(self, turn: TranscriptTurn) -> TurnReplacement:
+        """Return the replacement for ``turn``, the SHA-256 of its UTF-8 content included."""
+        digest = hashlib.sha256(turn.content.encode("utf-8")).hexdigest()
+        text = stub_text(self.placeholder, turn.token_estimate, digest)
+        return trusted_replacement(text, self.token_estimate)
 
 
 @dataclass(slots=True)
 class Draft:
-    """A decision in the making, indexed by turn position."""
+    """A decision in the making, indexed by turn position.
+
+    ``tokens`` is the estimate of the view the decision yields (the gate checks it on the plan).
+    """
 
     actions: list[Action]
+    tokens: int
     replacements: dict[int, TurnReplacement | Stub] = field(default_factory=dict)
     groups: list[Group] = field(default_factory=list)
     estimator_ratio: float | None = None
@@ -75,7 +94,7 @@ class Draft:
 
 def keep_all(transcript: Transcript) -> Draft:
     """Return the draft that keeps every turn."""
-    return Draft([Action.KEEP] * len(transcript.turns))
+    return Draft([Action.KEEP] * len(transcript.turns), transcript.token_estimate())
 
 
 def estimator_marks(estimator: TokenEstimator) -> tuple[float | None, str | None]:
@@ -111,24 +130,21 @@ def build_plan(
     replacements = draft.replacements
     actions: list[TurnAction] = []
     append = actions.append
-    after = 0
     # The parts are valid by construction (ids of validated turns, priced stubs); the gate
     # inside CompactionPlan checks the plan they form.
     for index, (turn, kind) in enumerate(zip(turns, draft.actions, strict=True)):
         if kind is keep:
             append(trusted_action(turn.turn_id, keep, None, None))
-            after += turn.token_estimate
         elif kind is mask:
             replacement = replacements[index]
             if isinstance(replacement, Stub):
-                replacement = replacement.resolve(turn.content)
+                replacement = replacement.resolve(turn)
             append(trusted_action(turn.turn_id, mask, None, replacement))
-            after += replacement.token_estimate
         elif kind is summarize:
             append(trusted_action(turn.turn_id, summarize, group_ids[index], None))
         else:
             append(trusted_action(turn.turn_id, kind, None, None))
-    after += sum(request.target_tokens for request in requests)
+    after = draft.tokens
     return CompactionPlan(
         tuple(actions),
         tuple(requests),

@@ -59,4 +59,4 @@ class DropOldestPolicy(BuiltinPolicy):
                 dropped.add(unit)
                 total -= unit_tokens[unit]
         keep, drop = Action.KEEP, Action.DROP
-        return Draft([drop if unit in dropped else keep for unit in shape.unit_of])
+        return Draft([drop if unit in dropped else keep for unit in shape.unit_of], total)

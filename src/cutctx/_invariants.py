@@ -11,7 +11,9 @@ every violation and reports them together.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from baseaicore import ValidationError
@@ -30,11 +32,12 @@ from cutctx._values import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import MutableSequence, Sequence
 
 __all__ = ["Layout", "check_plan", "layout"]
 
 _MAX_REPORTED = 20
+_turn_id = attrgetter("turn_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,14 +48,15 @@ class Layout:
     index of its earliest member: ``unit_of[i]`` is turn ``i``'s unit. Indexed by a unit,
     ``unit_last`` is its last member, ``unit_tokens`` its members' total and ``locked`` whether it
     holds an untouchable turn (which makes the whole unit unremovable); at other indices these
-    hold the turn's own figures and mean nothing. Shared between callers: never mutate it.
+    hold the turn's own figures and mean nothing. Flags are bytes and figures machine ints, so
+    a layout costs a few bytes per turn and no objects. Shared between callers: never mutate it.
     """
 
-    untouchable: list[bool]
-    unit_of: list[int]
-    unit_last: list[int]
-    unit_tokens: list[int]
-    locked: list[bool]
+    untouchable: bytearray
+    unit_of: array[int]
+    unit_last: array[int]
+    unit_tokens: MutableSequence[int]
+    locked: bytearray
     untouchable_tokens: int
     untouchable_count: int
 
@@ -76,15 +80,18 @@ def layout(transcript: Transcript, budget: CompactionBudget) -> Layout:
         return known
     turns = transcript.turns
     system = Role.SYSTEM
-    untouchable = [turn.role is system or turn.pinned for turn in turns]
+    untouchable = bytearray([turn.role is system or turn.pinned for turn in turns])
     protected = min(budget.protected_recent_turns, len(turns))
     if protected:
-        untouchable[-protected:] = [True] * protected
+        untouchable[-protected:] = b"\x01" * protected
     tokens = [turn.token_estimate for turn in turns]
-    unit_of = list(range(len(turns)))
-    unit_last = unit_of.copy()
-    unit_tokens = tokens.copy()
-    locked = untouchable.copy()
+    unit_of = array("q", range(len(turns)))
+    unit_last = array("q", unit_of)
+    # Machine ints hold any sane total; a transcript beyond 2**63 tokens keeps Python ints.
+    unit_tokens: MutableSequence[int] = (
+        array("q", tokens) if transcript.token_estimate() < 2**63 else tokens.copy()
+    )
+    locked = bytearray(untouchable)
     first_member: dict[str, int] = {}
     for index, turn in enumerate(turns):
         call = turn.tool_call_id
@@ -123,9 +130,7 @@ def check_plan(  # noqa: PLR0917 - one call site, the plan's constructor, passes
     shape.require_satisfiable(budget)
     turns = transcript.turns
     problems: list[str] = []
-    if len(actions) != len(turns) or any(
-        action.turn_id != turn.turn_id for action, turn in zip(actions, turns, strict=True)
-    ):
+    if list(map(_turn_id, actions)) != list(map(_turn_id, turns)):
         problems.append("the actions do not name the transcript's turns one for one, in order")
         _raise(problems)
 

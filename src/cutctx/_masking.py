@@ -7,14 +7,16 @@ from typing import TYPE_CHECKING, Final
 
 from baseaicore import ValidationError
 
-from cutctx._draft import BuiltinPolicy, Draft, Stub, estimator_marks, keep_all
+from cutctx._draft import BuiltinPolicy, Draft, Stub, estimator_marks, keep_all, stub_text
 from cutctx._estimators import CharRatioEstimator
 from cutctx._values import (
     DEFAULT_PLACEHOLDER,
+    EMPTY_METADATA,
     Action,
     CompactionBudget,
     Role,
     Transcript,
+    TranscriptTurn,
     TurnReplacement,
     check_count,
     check_str,
@@ -27,8 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["ObservationMaskingPolicy"]
 
 MASKED_KIND: Final = "masked"
-_DIGEST_TAIL: Final = "0" * 64 + ")"
-"""As long as a stub's digest and closing bracket: all a length-only estimator needs to price it."""
+_A_DIGEST: Final = "0" * 64
+"""As long as a SHA-256 hex digest: all a length-only estimator needs to price a stub."""
 
 
 class ObservationMaskingPolicy(BuiltinPolicy):
@@ -104,7 +106,7 @@ class ObservationMaskingPolicy(BuiltinPolicy):
     def stub(self, content: str, token_estimate: int) -> str:
         """Return the stub that would replace a body of ``content`` priced at ``token_estimate``."""
         digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
-        return f"{self._placeholder} (original: {token_estimate} tokens, sha256:{digest})"
+        return stub_text(self._placeholder, token_estimate, digest)
 
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
         total = transcript.token_estimate()
@@ -112,32 +114,62 @@ class ObservationMaskingPolicy(BuiltinPolicy):
             return keep_all(transcript)
         turns = transcript.turns
         tool = Role.TOOL
-        results = [index for index, turn in enumerate(turns) if turn.role is tool]
-        floor = len(results) - self._keep_recent_results
-        draft = Draft([Action.KEEP] * len(turns))
+        stop = _floor_start(turns, self._keep_recent_results)
+        draft = Draft([Action.KEEP] * len(turns), total)
+        actions, replacements, untouchable = draft.actions, draft.replacements, shape.untouchable
+        limit, mask = budget.max_tokens, Action.MASK
         estimate = self._estimator.estimate_tokens
         # The character default prices by length alone, so the digest can wait for the plan
-        # (see ``Stub``); any other estimator may read the digest, so it gets the whole stub.
+        # (see ``Stub``), and a stub's price depends only on the digits of the original's
+        # estimate: each length is priced once. Any other estimator prices the whole stub.
         by_length = type(self._estimator) is CharRatioEstimator
-        for index in results[: max(floor, 0)]:
-            if total <= budget.max_tokens:
+        stubs: dict[int, Stub] = {}
+        placeholder = self._placeholder
+        for index in range(stop):
+            if total <= limit:
                 break
             turn = turns[index]
-            if shape.untouchable[index] or turn.metadata.get("cutctx.kind") == MASKED_KIND:
+            if turn.role is not tool:
                 continue
+            metadata = turn.metadata
+            if untouchable[index] or (
+                metadata is not EMPTY_METADATA and metadata.get("cutctx.kind") == MASKED_KIND
+            ):
+                continue
+            original = turn.token_estimate
+            replacement: TurnReplacement | Stub
             if by_length:
-                head = f"{self._placeholder} (original: {turn.token_estimate} tokens, sha256:"
-                cost = estimate(head + _DIGEST_TAIL)
-                replacement: TurnReplacement | Stub = Stub(head, cost)
+                digits = len(str(original))
+                replacement = stubs.get(digits) or stubs.setdefault(
+                    digits,
+                    Stub(placeholder, estimate(stub_text(placeholder, original, _A_DIGEST))),
+                )
             else:
-                stub = self.stub(turn.content, turn.token_estimate)
-                cost = estimate(stub)
-                replacement = TurnReplacement(stub, cost)
-            if cost >= turn.token_estimate:
+                stub = self.stub(turn.content, original)
+                replacement = TurnReplacement(stub, estimate(stub))
+            cost = replacement.token_estimate
+            if cost >= original:
                 continue
-            draft.actions[index] = Action.MASK
-            draft.replacements[index] = replacement
-            total -= turn.token_estimate - cost
-        if draft.replacements:
+            actions[index] = mask
+            replacements[index] = replacement
+            total -= original - cost
+        draft.tokens = total
+        if replacements:
             draft.estimator_ratio, draft.estimator_name = estimator_marks(self._estimator)
         return draft
+
+
+def _floor_start(turns: tuple[TranscriptTurn, ...], keep: int) -> int:
+    """Return the index of the earliest of the last ``keep`` TOOL turns (the floor's start).
+
+    Nothing at or after it is masked; 0 when there are no more than ``keep`` TOOL turns.
+    """
+    if keep == 0:
+        return len(turns)
+    seen = 0
+    for index in range(len(turns) - 1, -1, -1):
+        if turns[index].role is Role.TOOL:
+            seen += 1
+            if seen == keep:
+                return index
+    return 0

@@ -99,6 +99,7 @@ class SummarizingPolicy(BuiltinPolicy):
         span_tokens = sum(turns[index].token_estimate for index in members)
         target = max(1, round(span_tokens * self._target_ratio))
         draft.groups.append(Group(members, target, self._prompt_id))
+        draft.tokens += target - span_tokens
         return draft
 
 

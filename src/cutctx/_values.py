@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
@@ -319,7 +319,26 @@ def group_id_for(turn_ids: tuple[str, ...] | list[str]) -> str:
 # passes the invariants gate. Never use them on caller input.
 
 _new = object.__new__
-_set = object.__setattr__
+
+
+def _slot_setters(kind: type, *names: str) -> tuple[Callable[[object, object], None], ...]:
+    """Return the slot descriptors' setters of ``kind``: the cheapest way to fill a new object."""
+    return tuple(vars(kind)[name].__set__ for name in names)
+
+
+_ACTION = _slot_setters(TurnAction, "turn_id", "action", "summary_group", "replacement")
+_REPLACEMENT = _slot_setters(TurnReplacement, "content", "token_estimate")
+_TURN = _slot_setters(
+    TranscriptTurn,
+    "turn_id",
+    "role",
+    "content",
+    "token_estimate",
+    "tool_call_id",
+    "pinned",
+    "metadata",
+)
+_TRANSCRIPT = _slot_setters(Transcript, "turns", "_total", "_layouts")
 
 
 def trusted_action(
@@ -327,18 +346,20 @@ def trusted_action(
 ) -> TurnAction:
     """Return ``TurnAction(turn_id, action, group, replacement)`` without re-validating it."""
     made: TurnAction = _new(TurnAction)
-    _set(made, "turn_id", turn_id)
-    _set(made, "action", action)
-    _set(made, "summary_group", group)
-    _set(made, "replacement", replacement)
+    set_id, set_action, set_group, set_replacement = _ACTION
+    set_id(made, turn_id)
+    set_action(made, action)
+    set_group(made, group)
+    set_replacement(made, replacement)
     return made
 
 
 def trusted_replacement(content: str, token_estimate: int) -> TurnReplacement:
     """Return ``TurnReplacement(content, token_estimate)`` without re-validating it."""
     made: TurnReplacement = _new(TurnReplacement)
-    _set(made, "content", content)
-    _set(made, "token_estimate", token_estimate)
+    set_content, set_estimate = _REPLACEMENT
+    set_content(made, content)
+    set_estimate(made, token_estimate)
     return made
 
 
@@ -347,20 +368,25 @@ def trusted_turn(
 ) -> TranscriptTurn:
     """Return a copy of the valid turn ``like`` with a new body, estimate and read-only metadata."""
     made: TranscriptTurn = _new(TranscriptTurn)
-    _set(made, "turn_id", like.turn_id)
-    _set(made, "role", like.role)
-    _set(made, "content", content)
-    _set(made, "token_estimate", token_estimate)
-    _set(made, "tool_call_id", like.tool_call_id)
-    _set(made, "pinned", like.pinned)
-    _set(made, "metadata", metadata)
+    values = (
+        like.turn_id,
+        like.role,
+        content,
+        token_estimate,
+        like.tool_call_id,
+        like.pinned,
+        metadata,
+    )
+    for setter, value in zip(_TURN, values, strict=True):
+        setter(made, value)
     return made
 
 
 def trusted_transcript(turns: tuple[TranscriptTurn, ...]) -> Transcript:
     """Return ``Transcript(turns)`` for valid turns whose ids are known to be unique."""
     made: Transcript = _new(Transcript)
-    _set(made, "turns", turns)
-    _set(made, "_total", sum(turn.token_estimate for turn in turns))
-    _set(made, "_layouts", {})
+    set_turns, set_total, set_layouts = _TRANSCRIPT
+    set_turns(made, turns)
+    set_total(made, sum(turn.token_estimate for turn in turns))
+    set_layouts(made, {})
     return made

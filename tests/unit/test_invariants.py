@@ -441,12 +441,12 @@ class TestEveryViolationIsReported:
 class TestLayout:
     def test_reads_the_untouchable_set_and_the_exchanges(self) -> None:
         shape = layout(BASE, BUDGET)
-        assert shape.untouchable == [True, False, False, False, False, True]
+        assert list(shape.untouchable) == [1, 0, 0, 0, 0, 1]
         # Units are named by their earliest member: a1 and t1 form the unit 2.
-        assert shape.unit_of == [0, 1, 2, 2, 4, 5]
+        assert list(shape.unit_of) == [0, 1, 2, 2, 4, 5]
         assert shape.unit_last[2] == 3
         assert shape.unit_tokens[2] == 30 + 40
-        assert [shape.locked[unit] for unit in (0, 1, 2, 4, 5)] == [True, False, False, False, True]
+        assert [shape.locked[unit] for unit in (0, 1, 2, 4, 5)] == [1, 0, 0, 0, 1]
         assert (shape.untouchable_tokens, shape.untouchable_count) == (70, 2)
 
     def test_is_computed_once_per_transcript_and_protected_count(self) -> None:
@@ -456,8 +456,19 @@ class TestLayout:
     def test_an_untouchable_member_locks_an_exchange_that_began_earlier(self) -> None:
         # Protecting 3 turns covers t1, u2 and a2: t1 locks the exchange opened by a1.
         shape = layout(BASE, CompactionBudget(100, 3))
-        assert [shape.locked[unit] for unit in (0, 1, 2, 4, 5)] == [True, False, True, True, True]
+        assert [shape.locked[unit] for unit in (0, 1, 2, 4, 5)] == [1, 0, 1, 1, 1]
         assert shape.untouchable_tokens == 10 + 40 + 50 + 60
+
+    def test_token_totals_beyond_machine_ints_are_still_summed_exactly(self) -> None:
+        huge = 2**63
+        transcript = Transcript(
+            (
+                TranscriptTurn("a", Role.ASSISTANT, "call", huge, "c"),
+                TranscriptTurn("t", Role.TOOL, "result", huge, "c"),
+            )
+        )
+        shape = layout(transcript, CompactionBudget(0, 0))
+        assert shape.unit_tokens[0] == 2 * huge
 
     def test_protecting_more_turns_than_exist_protects_all(self) -> None:
         shape = layout(BASE, CompactionBudget(500, 9))

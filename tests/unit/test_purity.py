@@ -8,8 +8,9 @@ The allow-list holds standard-library modules that are pure computation, with no
 randomness, environment or global mutable state:
 
 - language machinery: ``__future__``, ``abc``, ``dataclasses``, ``enum``, ``types``, ``typing``;
-- data structures and functional tools: ``collections``, ``collections.abc``, ``functools``,
-  ``itertools``, ``operator``, ``bisect``, ``heapq``;
+- data structures and functional tools: ``array`` (typed sequences of machine numbers),
+  ``collections``, ``collections.abc``, ``functools``, ``itertools``, ``operator``, ``bisect``,
+  ``heapq``;
 - text and numbers: ``math``, ``re``, ``string``, ``unicodedata``, ``json`` (strings in, strings
   out; the core never hands it a file);
 - digests and encodings: ``hashlib`` (stubs carry a SHA-256; group ids are digests) and
@@ -35,6 +36,7 @@ ALLOWED_MODULES = frozenset(
     {
         "__future__",
         "abc",
+        "array",
         "base64",
         "bisect",
         "collections",
