@@ -267,6 +267,23 @@ def planning(
     return lambda: policy.decide(fresh, budget)
 
 
+def planning_collector_paused(
+    policy: CompactionPolicy, transcript: Transcript, budget: CompactionBudget
+) -> Callable[[], object]:
+    """Return one planning run with Python's cyclic garbage collector paused (for comparison:
+    what the collector's full passes over a large heap add to the library's own work)."""
+    fresh = Transcript(transcript.turns)
+
+    def run() -> object:
+        gc.disable()
+        try:
+            return policy.decide(fresh, budget)
+        finally:
+            gc.enable()
+
+    return run
+
+
 def applying(
     policy: CompactionPolicy, transcript: Transcript, budget: CompactionBudget
 ) -> Callable[[], object]:
@@ -277,8 +294,11 @@ def applying(
     return lambda: executor.apply(transcript, plan, summaries)
 
 
-def peak_memory(policy: CompactionPolicy, transcript: Transcript, budget: CompactionBudget) -> int:
-    """Return the peak bytes ``tracemalloc`` sees allocated while ``policy`` plans (plan kept).
+def peak_memory(
+    policy: CompactionPolicy, transcript: Transcript, budget: CompactionBudget
+) -> tuple[int, int]:
+    """Return the peak bytes ``tracemalloc`` sees allocated while ``policy`` plans, and the bytes
+    still held afterwards (the plan, and the layout the transcript keeps).
 
     The plan is made over a fresh transcript value, so what it derives and keeps is counted.
     """
@@ -289,11 +309,11 @@ def peak_memory(policy: CompactionPolicy, transcript: Transcript, budget: Compac
         before, _ = tracemalloc.get_traced_memory()
         tracemalloc.reset_peak()
         plan = policy.decide(transcript, budget)
-        _, peak = tracemalloc.get_traced_memory()
+        held, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     del plan
-    return peak - before
+    return peak - before, held - before
 
 
 def untouchable_tokens(transcript: Transcript, protected: int) -> int:
@@ -343,14 +363,19 @@ def measure_size(
         sample = timed(partial(planning, policy, transcript, budget), repeat)
         rows.append(Row(size, name, sample, floor, plan_notes(plan, transcript)))
         log(f"  {name}: {sample.median * 1e3:.2f} ms (floor {floor.median * 1e3:.2f} ms)")
+    sample = timed(partial(planning_collector_paused, chain, transcript, budgets["most"]), repeat)
+    rows.append(Row(size, "default_chain plan (most), collector paused", sample))
+    log(f"  default_chain plan (most), collector paused: {sample.median * 1e3:.2f} ms")
     sample = timed(partial(applying, chain, transcript, deep), repeat)
     rows.append(Row(size, "apply (deep chain plan)", sample))
     log(f"  apply: {sample.median * 1e3:.2f} ms")
     info["peak_planning_bytes"] = {}
+    info["held_after_planning_bytes"] = {}
     for name, budget in budgets.items():
-        peak = peak_memory(chain, transcript, budget)
+        peak, held = peak_memory(chain, transcript, budget)
         info["peak_planning_bytes"][name] = peak
-        log(f"  peak extra memory planning ({name}): {peak / 1e6:.2f} MB")
+        info["held_after_planning_bytes"][name] = held
+        log(f"  peak extra memory planning ({name}): {peak / 1e6:.2f} MB (held {held / 1e6:.2f})")
     return rows, info
 
 
@@ -400,7 +425,11 @@ def targets(rows: list[Row], infos: list[dict[str, Any]]) -> list[tuple[str, str
     if row is not None:
         ms = row.time.median * 1e3
         checks.append(("apply, 20,000 turns <= 30 ms", f"{ms:.2f} ms", ms <= 30.0))
-    for name in (*chain_rows, "apply (deep chain plan)"):
+    for name in (
+        *chain_rows,
+        "default_chain plan (most), collector paused",
+        "apply (deep chain plan)",
+    ):
         small, large = by.get((20_000, name)), by.get((200_000, name))
         if small is not None and large is not None:
             growth = large.time.median / small.time.median
@@ -464,14 +493,19 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table(rows))
     print()
-    print("| turns | text MB | tokens | budget | max_tokens | peak extra memory planning |")
-    print("|---:|---:|---:|---|---:|---:|")
+    print(
+        "| turns | text MB | tokens | budget | max_tokens | peak extra memory planning "
+        "| held after (plan + layout) |"
+    )
+    print("|---:|---:|---:|---|---:|---:|---:|")
     for info in infos:
         for name, peak in info["peak_planning_bytes"].items():
+            held = info["held_after_planning_bytes"][name]
             print(
                 f"| {info['turns']:,} | {info['text_bytes'] / 1e6:.1f} | {info['tokens']:,} "
                 f"| {name} | {info['budgets'][name]:,} "
-                f"| {peak / 1e6:.2f} MB ({peak / info['text_bytes']:.1%}) |"
+                f"| {peak / 1e6:.2f} MB ({peak / info['text_bytes']:.1%}) "
+                f"| {held / 1e6:.2f} MB ({held / info['text_bytes']:.1%}) |"
             )
     if checks:
         print()

@@ -85,20 +85,19 @@ class PolicyChain(BuiltinPolicy):
 
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
         state = _State(transcript, resolve=_reads_content(self))
-        view: Transcript | None = transcript
-        origin = array("q", range(len(transcript.turns)))
-        view_shape = shape
-        for member in self._policies:
-            if view is None:
-                # The projection is built only when another member has to run over it.
-                if state.tokens <= budget.max_tokens:
-                    break
-                view, origin = state.project()
-                view_shape = layout(view, budget)
-            elif view.token_estimate() <= budget.max_tokens:
+        for position, member in enumerate(self._policies):
+            if state.tokens <= budget.max_tokens:
                 break
-            state.absorb(member, origin, _member_draft(member, view, budget, view_shape))
-            view = None
+            if position == 0:
+                origin = array("q", range(len(transcript.turns)))
+                draft = _member_draft(member, transcript, budget, shape)
+            else:
+                # A projection (and its layout) lives only while its member decides over it.
+                view, origin = state.project()
+                draft = _member_draft(member, view, budget, layout(view, budget))
+                del view
+            state.absorb(member, origin, draft)
+            del draft
         return state.draft()
 
 

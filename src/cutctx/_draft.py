@@ -115,7 +115,10 @@ def build_plan(
     policy_name: str,
     policy_version: str,
 ) -> CompactionPlan:
-    """Turn ``draft`` into a ``CompactionPlan`` for ``transcript`` (the gate runs inside)."""
+    """Turn ``draft`` into a ``CompactionPlan`` for ``transcript`` (the gate runs inside).
+
+    The draft is consumed: its actions and replacements are emptied once the plan's are made.
+    """
     turns = transcript.turns
     group_ids: dict[int, str] = {}
     requests: list[SummarizationRequest] = []
@@ -145,8 +148,13 @@ def build_plan(
         else:
             append(trusted_action(turn.turn_id, kind, None, None))
     after = draft.tokens
+    frozen = tuple(actions)
+    # A draft is consumed here: its working data is released before the gate runs.
+    actions.clear()
+    draft.actions.clear()
+    draft.replacements.clear()
     return CompactionPlan(
-        tuple(actions),
+        frozen,
         tuple(requests),
         transcript.token_estimate(),
         after,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, eq
 from typing import TYPE_CHECKING
 
 from baseaicore import ValidationError
@@ -130,7 +130,7 @@ def check_plan(  # noqa: PLR0917 - one call site, the plan's constructor, passes
     shape.require_satisfiable(budget)
     turns = transcript.turns
     problems: list[str] = []
-    if list(map(_turn_id, actions)) != list(map(_turn_id, turns)):
+    if len(actions) != len(turns) or not all(map(eq, map(_turn_id, actions), map(_turn_id, turns))):
         problems.append("the actions do not name the transcript's turns one for one, in order")
         _raise(problems)
 
