@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from array import array
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, ClassVar
 
 from baseaicore import ValidationError
 
@@ -47,7 +47,7 @@ class PolicyChain(BuiltinPolicy):
 
     __slots__ = ("_name", "_policies")
 
-    _VERSION: Final = "1.0.0"
+    _VERSION: ClassVar[str] = "1.0.0"
 
     def __init__(self, policies: Iterable[CompactionPolicy]) -> None:
         members = tuple(policies) if not isinstance(policies, str) else ()
@@ -69,11 +69,6 @@ class PolicyChain(BuiltinPolicy):
     def name(self) -> str:
         """``chain(`` + each member's ``name@version`` joined by ``+`` + ``)``."""
         return self._name
-
-    @property
-    def version(self) -> str:
-        """The chain's own behaviour version, ``1.0.0``."""
-        return self._VERSION
 
     @property
     def policies(self) -> tuple[CompactionPolicy, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from baseaicore import ValidationError
 
@@ -177,15 +177,18 @@ class BuiltinPolicy(ABC):
 
     __slots__ = ()
 
-    @property
-    @abstractmethod
-    def name(self) -> str:
-        """The policy's stable name."""
+    _NAME: ClassVar[str]
+    _VERSION: ClassVar[str]
 
     @property
-    @abstractmethod
+    def name(self) -> str:
+        """The policy's stable name, recorded on every plan."""
+        return self._NAME
+
+    @property
     def version(self) -> str:
-        """The version of the policy's behaviour."""
+        """The version of the policy's behaviour: a change of behaviour bumps it."""
+        return self._VERSION
 
     @abstractmethod
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, ClassVar
 
 from cutctx._draft import BuiltinPolicy, Draft, keep_all
 from cutctx._values import Action, CompactionBudget, Transcript
@@ -29,18 +29,8 @@ class DropOldestPolicy(BuiltinPolicy):
 
     __slots__ = ()
 
-    _NAME: Final = "drop_oldest"
-    _VERSION: Final = "1.0.0"
-
-    @property
-    def name(self) -> str:
-        """``drop_oldest``."""
-        return self._NAME
-
-    @property
-    def version(self) -> str:
-        """``1.0.0``."""
-        return self._VERSION
+    _NAME: ClassVar[str] = "drop_oldest"
+    _VERSION: ClassVar[str] = "1.0.0"
 
     def __repr__(self) -> str:
         return "DropOldestPolicy()"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, ClassVar, Final
 
 from baseaicore import ValidationError
 
@@ -49,8 +49,8 @@ class ObservationMaskingPolicy(BuiltinPolicy):
 
     __slots__ = ("_estimator", "_keep_recent_results", "_placeholder")
 
-    _NAME: Final = "observation_masking"
-    _VERSION: Final = "1.0.0"
+    _NAME: ClassVar[str] = "observation_masking"
+    _VERSION: ClassVar[str] = "1.0.0"
 
     def __init__(
         self,
@@ -71,16 +71,6 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         self._estimator: TokenEstimator = (
             estimator if estimator is not None else CharRatioEstimator()
         )
-
-    @property
-    def name(self) -> str:
-        """``observation_masking``."""
-        return self._NAME
-
-    @property
-    def version(self) -> str:
-        """``1.0.0``."""
-        return self._VERSION
 
     @property
     def keep_recent_results(self) -> int:

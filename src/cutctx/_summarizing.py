@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, ClassVar
 
 from baseaicore import ValidationError
 
@@ -31,8 +31,8 @@ class SummarizingPolicy(BuiltinPolicy):
 
     __slots__ = ("_min_span_turns", "_prompt_id", "_target_ratio")
 
-    _NAME: Final = "summarizing"
-    _VERSION: Final = "1.0.0"
+    _NAME: ClassVar[str] = "summarizing"
+    _VERSION: ClassVar[str] = "1.0.0"
 
     def __init__(self, prompt_id: str, target_ratio: float = 0.2, min_span_turns: int = 4) -> None:
         self._prompt_id = check_str("SummarizingPolicy", "prompt_id", prompt_id)
@@ -52,16 +52,6 @@ class SummarizingPolicy(BuiltinPolicy):
                 "SummarizingPolicy.min_span_turns must be at least 1, got 0",
                 details={"field": "SummarizingPolicy.min_span_turns"},
             )
-
-    @property
-    def name(self) -> str:
-        """``summarizing``."""
-        return self._NAME
-
-    @property
-    def version(self) -> str:
-        """``1.0.0``."""
-        return self._VERSION
 
     @property
     def prompt_id(self) -> str:

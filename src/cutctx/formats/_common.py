@@ -24,6 +24,8 @@ from cutctx._report import CompactedTranscript
 from cutctx._values import SUMMARY_TURN_ID_PREFIX, Role, Transcript, TranscriptTurn
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cutctx._typing import TokenEstimator
 
 __all__ = [
@@ -329,6 +331,37 @@ def stub_content(original: object, stub: str, part_type: str) -> object:
 def joined(texts: Sequence[str]) -> str:
     """Join the rendered pieces of a message into a turn's content."""
     return "\n".join(texts)
+
+
+def render_content(  # noqa: PLR0917 - the format, the place and the part renderer, as named
+    fmt: str,
+    pricer: Pricer,
+    index: int,
+    content: object,
+    where: str,
+    part: Callable[[object, str], tuple[str, int]],
+    *,
+    skip_empty: bool = False,
+) -> tuple[str, int]:
+    """Render and price content that is a string, a list of parts, or absent.
+
+    ``part(value, place)`` renders and prices one element of a list (``place`` names it, for
+    errors); its texts are joined into the turn's content, empty ones left out if ``skip_empty``.
+    """
+    if content is None:
+        return "", 0
+    if isinstance(content, str):
+        return content, pricer.text(content)
+    if not isinstance(content, list | tuple):
+        raise fail(fmt, index, f"{where} must be a string or a list, got {type(content).__name__}")
+    texts: list[str] = []
+    cost = 0
+    for position, value in enumerate(content):
+        text, price = part(value, f"{where}[{position}]")
+        cost += price
+        if text or not skip_empty:
+            texts.append(text)
+    return joined(texts), cost
 
 
 def system_text(fmt: str, system: object, pricer: Pricer) -> tuple[str, int] | None:

@@ -25,6 +25,7 @@ on every assistant turn with thinking), so a plan that fits still fits. See
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from cutctx._values import Role, Transcript, TranscriptTurn
@@ -40,6 +41,7 @@ from cutctx.formats._common import (
     fail,
     image_size,
     joined,
+    render_content,
     stub_content,
     system_text,
     system_turn,
@@ -305,22 +307,15 @@ def _assistant(pricer: Pricer, index: int, content: object) -> tuple[str, int, l
 
 def _blocks(pricer: Pricer, index: int, content: object, where: str) -> tuple[str, int]:
     """Render and price content that is a string, a list of blocks, or absent."""
-    if content is None:
-        return "", 0
-    if isinstance(content, str):
-        return content, pricer.text(content)
-    if not isinstance(content, list | tuple):
-        raise fail(
-            FORMAT, index, f"{where} must be a string or a list, got {type(content).__name__}"
-        )
-    texts: list[str] = []
-    cost = 0
-    for position, block in enumerate(content):
-        text, price = _block(pricer, index, block, f"{where}[{position}]")
-        cost += price
-        if text:
-            texts.append(text)
-    return joined(texts), cost
+    return render_content(
+        FORMAT,
+        pricer,
+        index,
+        content,
+        where,
+        partial(_block, pricer, index),
+        skip_empty=True,
+    )
 
 
 def _block(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, int]:  # noqa: PLR0911 - one branch per block type reads best

@@ -13,6 +13,7 @@ body is ever masked. See ``docs/formats/openai_chat.md`` for the pricing rules.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from cutctx._values import Role, Transcript, TranscriptTurn
@@ -29,6 +30,7 @@ from cutctx.formats._common import (
     fail,
     joined,
     openai_image_tokens,
+    render_content,
     stub_content,
     system_text,
     system_turn,
@@ -191,40 +193,33 @@ def _optional_text(
 
 def _content(pricer: Pricer, index: int, content: object) -> tuple[str, int]:
     """Render and price a message's ``content``: a string, a list of parts, or absent."""
-    if content is None:
-        return "", 0
-    if isinstance(content, str):
-        return content, pricer.text(content)
-    if not isinstance(content, list | tuple):
-        raise fail(
-            FORMAT, index, f"content must be a string or a list, got {type(content).__name__}"
-        )
-    texts: list[str] = []
-    cost = 0
-    for position, value in enumerate(content):
-        where = f"content[{position}]"
-        part = check_dict(FORMAT, index, value, where)
-        kind = part.get("type")
-        if kind in ("text", "refusal"):
-            text = text_field(FORMAT, index, part.get(kind), f"{where}.{kind}")
-            texts.append(text)
-            cost += pricer.text(text)
-        elif kind == "image_url":
-            image = check_dict(FORMAT, index, part.get("image_url"), f"{where}.image_url")
-            cost += openai_image_tokens(image.get("url"), image.get("detail"))
-            texts.append("[image]")
-        elif kind == "input_audio":
-            cost += AUDIO_TOKENS
-            texts.append("[audio]")
-        elif kind == "file":
-            cost += FILE_TOKENS
-            texts.append("[file]")
-        elif isinstance(kind, str):
-            cost += pricer.text(as_json(part))
-            texts.append(f"[{kind}]")
-        else:
-            raise fail(FORMAT, index, f"{where} has no string type")
-    return joined(texts), cost
+    return render_content(
+        FORMAT,
+        pricer,
+        index,
+        content,
+        "content",
+        partial(_part, pricer, index),
+    )
+
+
+def _part(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, int]:
+    """Render and price one content part: text, refusal, image, audio, file or another type."""
+    part = check_dict(FORMAT, index, value, where)
+    kind = part.get("type")
+    if kind in ("text", "refusal"):
+        text = text_field(FORMAT, index, part.get(kind), f"{where}.{kind}")
+        return text, pricer.text(text)
+    if kind == "image_url":
+        image = check_dict(FORMAT, index, part.get("image_url"), f"{where}.image_url")
+        return "[image]", openai_image_tokens(image.get("url"), image.get("detail"))
+    if kind == "input_audio":
+        return "[audio]", AUDIO_TOKENS
+    if kind == "file":
+        return "[file]", FILE_TOKENS
+    if isinstance(kind, str):
+        return f"[{kind}]", pricer.text(as_json(part))
+    raise fail(FORMAT, index, f"{where} has no string type")
 
 
 def _calls(pricer: Pricer, index: int, calls: object, texts: list[str]) -> tuple[list[str], int]:

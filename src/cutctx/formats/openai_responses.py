@@ -15,6 +15,7 @@ masked. See ``docs/formats/openai_responses.md`` for the pricing rules.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from cutctx._values import Role, Transcript, TranscriptTurn
@@ -31,6 +32,7 @@ from cutctx.formats._common import (
     fail,
     joined,
     openai_image_tokens,
+    render_content,
     stub_content,
     system_text,
     system_turn,
@@ -248,37 +250,30 @@ def _reasoning(pricer: Pricer, index: int, item: dict[str, Any]) -> tuple[str, i
 
 def _parts(pricer: Pricer, index: int, content: object, name: str) -> tuple[str, int]:
     """Render and price a message's ``content`` or an output's ``output``."""
-    if content is None:
-        return "", 0
-    if isinstance(content, str):
-        return content, pricer.text(content)
-    if not isinstance(content, list | tuple):
-        raise fail(
-            FORMAT, index, f"{name} must be a string or a list, got {type(content).__name__}"
-        )
-    texts: list[str] = []
-    cost = 0
-    for position, value in enumerate(content):
-        where = f"{name}[{position}]"
-        part = check_dict(FORMAT, index, value, where)
-        kind = part.get("type")
-        if kind in ("input_text", "output_text", "refusal"):
-            field = "refusal" if kind == "refusal" else "text"
-            text = text_field(FORMAT, index, part.get(field), f"{where}.{field}")
-            texts.append(text)
-            cost += pricer.text(text)
-        elif kind == "input_image":
-            cost += openai_image_tokens(part.get("image_url"), part.get("detail"))
-            texts.append("[image]")
-        elif kind == "input_audio":
-            cost += AUDIO_TOKENS
-            texts.append("[audio]")
-        elif kind == "input_file":
-            cost += FILE_TOKENS
-            texts.append("[file]")
-        elif isinstance(kind, str):
-            cost += pricer.text(as_json(part))
-            texts.append(f"[{kind}]")
-        else:
-            raise fail(FORMAT, index, f"{where} has no string type")
-    return joined(texts), cost
+    return render_content(
+        FORMAT,
+        pricer,
+        index,
+        content,
+        name,
+        partial(_part, pricer, index),
+    )
+
+
+def _part(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, int]:
+    """Render and price one part: text, refusal, image, audio, file or another type."""
+    part = check_dict(FORMAT, index, value, where)
+    kind = part.get("type")
+    if kind in ("input_text", "output_text", "refusal"):
+        field = "refusal" if kind == "refusal" else "text"
+        text = text_field(FORMAT, index, part.get(field), f"{where}.{field}")
+        return text, pricer.text(text)
+    if kind == "input_image":
+        return "[image]", openai_image_tokens(part.get("image_url"), part.get("detail"))
+    if kind == "input_audio":
+        return "[audio]", AUDIO_TOKENS
+    if kind == "input_file":
+        return "[file]", FILE_TOKENS
+    if isinstance(kind, str):
+        return f"[{kind}]", pricer.text(as_json(part))
+    raise fail(FORMAT, index, f"{where} has no string type")
