@@ -84,13 +84,13 @@ class PolicyChain(BuiltinPolicy):
             if state.tokens <= budget.max_tokens:
                 break
             if position == 0:
-                origin = array("q", range(len(transcript.turns)))
-                draft = _member_draft(member, transcript, budget, shape)
-            else:
-                # A projection (and its layout) lives only while its member decides over it.
-                view, origin = state.project()
-                draft = _member_draft(member, view, budget, layout(view, budget))
-                del view
+                # The first member decides over the real transcript: its draft is the state.
+                state.adopt(_member_draft(member, transcript, budget, shape))
+                continue
+            # A projection (and its layout) lives only while its member decides over it.
+            view, origin = state.project()
+            draft = _member_draft(member, view, budget, layout(view, budget))
+            del view
             state.absorb(member, origin, draft)
             del draft
         return state.draft()
@@ -192,6 +192,20 @@ class _State:
         self.estimator_name: str | None = None
         # The estimate of the view the decisions so far yield (the last member's figure).
         self.tokens = transcript.token_estimate()
+
+    def adopt(self, draft: Draft) -> None:
+        """Take a draft decided over the real transcript itself as the decisions so far."""
+        self.actions = draft.actions
+        self.replacements = draft.replacements
+        for group in draft.groups:
+            key = self.next_key
+            self.next_key += 1
+            self.groups[key] = group
+            for index in group.members:
+                self.group_of[index] = key
+        self.estimator_ratio = draft.estimator_ratio
+        self.estimator_name = draft.estimator_name
+        self.tokens = draft.tokens
 
     def absorb(self, member: CompactionPolicy, origin: array[int], draft: Draft) -> None:
         """Map a member's draft over the projection back onto the real turns.
