@@ -21,6 +21,7 @@ from cutctx._values import (
     TranscriptTurn,
     TurnReplacement,
     group_id_for,
+    trusted_replacement,
     trusted_transcript,
 )
 
@@ -131,9 +132,8 @@ def _member_draft(
         )
     position = {turn.turn_id: index for index, turn in enumerate(view.turns)}
     draft = Draft([action.action for action in plan.actions], plan.tokens_after_estimate)
-    for index, action in enumerate(plan.actions):
-        if action.replacement is not None:
-            draft.replacements[index] = action.replacement
+    if any(action.replacement is not None for action in plan.actions):
+        draft.replacements = [action.replacement for action in plan.actions]
     draft.groups = [
         Group(
             [position[turn_id] for turn_id in request.turn_ids],
@@ -171,7 +171,6 @@ class _State:
         "estimator_ratio",
         "group_of",
         "groups",
-        "masked",
         "next_key",
         "replacements",
         "resolve",
@@ -183,8 +182,7 @@ class _State:
         self.transcript = transcript
         self.resolve = resolve
         self.actions = [Action.KEEP] * len(transcript.turns)
-        self.replacements: dict[int, TurnReplacement | Stub] = {}
-        self.masked: dict[int, TranscriptTurn] = {}
+        self.replacements: list[TurnReplacement | Stub | None] = []
         self.group_of: dict[int, int] = {}
         self.groups: dict[int, Group] = {}
         self.next_key = 0
@@ -227,13 +225,13 @@ class _State:
                         f"chain member {member.name}@{member.version} masked a summary stand-in",
                         details={"policy": member.name, "version": member.version},
                     )
+                if not self.replacements:
+                    self.replacements = [None] * len(self.actions)
                 self.actions[source] = Action.MASK
                 self.replacements[source] = draft.replacements[position]
-                self.masked.pop(source, None)
             else:
                 for index in self._reals(source):
                     self.actions[index] = Action.DROP
-                    self.replacements.pop(index, None)
         for group in draft.groups:
             members: list[int] = []
             for position in group.members:
@@ -243,7 +241,6 @@ class _State:
             self.next_key += 1
             for index in members:
                 self.actions[index] = Action.SUMMARIZE
-                self.replacements.pop(index, None)
                 self.group_of[index] = key
             self.groups[key] = Group(members, group.target_tokens, group.prompt_id)
 
@@ -266,20 +263,18 @@ class _State:
             if kind is keep:
                 view.append(turns[index])
             elif kind is mask:
-                turn = self.masked.get(index)
-                if turn is None:
-                    replacement = self.replacements[index]
-                    if isinstance(replacement, Stub) and self.resolve:
-                        replacement = replacement.resolve(turns[index])
-                        self.replacements[index] = replacement
-                    elif isinstance(replacement, Stub):
-                        # Built-in members never read a masked body: the label stands in,
-                        # at the stub's price, until the plan resolves the digest.
-                        replacement = TurnReplacement(
-                            replacement.placeholder, replacement.token_estimate
-                        )
-                    turn = masked_turn(turns[index], replacement)
-                    self.masked[index] = turn
+                replacement = self.replacements[index]
+                assert replacement is not None  # noqa: S101 - every masked turn has one
+                if isinstance(replacement, Stub) and self.resolve:
+                    replacement = replacement.resolve(turns[index])
+                    self.replacements[index] = replacement
+                elif isinstance(replacement, Stub):
+                    # Built-in members never read a masked body: the label stands in,
+                    # at the stub's price, until the plan resolves the digest.
+                    replacement = trusted_replacement(
+                        replacement.placeholder, replacement.token_estimate
+                    )
+                turn = masked_turn(turns[index], replacement)
                 view.append(turn)
             elif kind is summarize:
                 key = self.group_of[index]

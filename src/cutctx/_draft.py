@@ -82,11 +82,13 @@ class Draft:
     """A decision in the making, indexed by turn position.
 
     ``tokens`` is the estimate of the view the decision yields (the gate checks it on the plan).
+    ``replacements`` is empty when nothing is masked, else one entry per turn (``None`` where the
+    turn is not masked): a flat list costs a pointer a turn and no object.
     """
 
     actions: list[Action]
     tokens: int
-    replacements: dict[int, TurnReplacement | Stub] = field(default_factory=dict)
+    replacements: list[TurnReplacement | Stub | None] = field(default_factory=list)
     groups: list[Group] = field(default_factory=list)
     estimator_ratio: float | None = None
     estimator_name: str | None = None
@@ -140,6 +142,7 @@ def build_plan(
             append(trusted_action(turn.turn_id, keep, None, None))
         elif kind is mask:
             replacement = replacements[index]
+            assert replacement is not None  # noqa: S101 - every masked turn has one
             if isinstance(replacement, Stub):
                 replacement = replacement.resolve(turn)
             append(trusted_action(turn.turn_id, mask, None, replacement))
@@ -148,11 +151,12 @@ def build_plan(
         else:
             append(trusted_action(turn.turn_id, kind, None, None))
     after = draft.tokens
-    frozen = tuple(actions)
-    # A draft is consumed here: its working data is released before the gate runs.
-    actions.clear()
+    # A draft is consumed here: its working data is released before the plan's tuple is made
+    # and the gate runs.
     draft.actions.clear()
     draft.replacements.clear()
+    frozen = tuple(actions)
+    actions.clear()
     return CompactionPlan(
         frozen,
         tuple(requests),

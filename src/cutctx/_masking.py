@@ -105,8 +105,9 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         turns = transcript.turns
         tool = Role.TOOL
         stop = _floor_start(turns, self._keep_recent_results)
-        draft = Draft([Action.KEEP] * len(turns), total)
+        draft = Draft([Action.KEEP] * len(turns), total, [None] * len(turns))
         actions, replacements, untouchable = draft.actions, draft.replacements, shape.untouchable
+        masked = False
         limit, mask = budget.max_tokens, Action.MASK
         estimate = self._estimator.estimate_tokens
         # The character default prices by length alone, so the digest can wait for the plan
@@ -142,9 +143,10 @@ class ObservationMaskingPolicy(BuiltinPolicy):
                 continue
             actions[index] = mask
             replacements[index] = replacement
+            masked = True
             total -= original - cost
         draft.tokens = total
-        if replacements:
+        if masked:
             draft.estimator_ratio, draft.estimator_name = estimator_marks(self._estimator)
         return draft
 
