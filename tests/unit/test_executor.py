@@ -36,6 +36,7 @@ from cutctx import (
     TurnAction,
     TurnReplacement,
 )
+from tests.contract import REPORT_FIELDS
 
 TURNS = (
     TranscriptTurn("s", Role.SYSTEM, "You are careful.", 10),
@@ -338,22 +339,7 @@ class TestPlanTranscriptMismatch:
             EXECUTOR.apply(users(("a",)), SUMMARY_PLAN)
 
 
-SPEC_REPORT_FIELDS = {
-    "plan_hash",
-    "policy_name",
-    "policy_version",
-    "tokens_before",
-    "tokens_after_estimate",
-    "estimator_ratio",
-    "budget_unmet",
-    "turns_before",
-    "turns_after",
-    "kept_turn_ids",
-    "masked_turn_ids",
-    "summarized_turn_ids",
-    "dropped_turn_ids",
-    "summary_turn_ids",
-}
+SPEC_REPORT_FIELDS = set(REPORT_FIELDS)
 
 
 class TestCompactionExecutorReport:

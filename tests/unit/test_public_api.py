@@ -26,6 +26,7 @@ from cutctx import (
     TranscriptTurn,
     TurnAction,
 )
+from tests.contract import REPORT_FIELDS
 
 # SPEC §2, in the order it lists them.
 DOCUMENTED = {
@@ -151,22 +152,7 @@ class TestFieldOrder:
             (TurnAction, ["turn_id", "action", "summary_group", "replacement"]),
             (
                 CompactionReport,
-                [
-                    "plan_hash",
-                    "policy_name",
-                    "policy_version",
-                    "tokens_before",
-                    "tokens_after_estimate",
-                    "estimator_ratio",
-                    "budget_unmet",
-                    "turns_before",
-                    "turns_after",
-                    "kept_turn_ids",
-                    "masked_turn_ids",
-                    "summarized_turn_ids",
-                    "dropped_turn_ids",
-                    "summary_turn_ids",
-                ],
+                list(REPORT_FIELDS),
             ),
         ],
         ids=lambda value: getattr(value, "__name__", ""),

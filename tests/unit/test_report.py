@@ -9,23 +9,9 @@ from typing import Any
 import pytest
 
 from cutctx import CompactedTranscript, CompactionReport, Role, Transcript, TranscriptTurn
+from tests.contract import REPORT_FIELDS
 
-SPEC_FIELDS = (
-    "plan_hash",
-    "policy_name",
-    "policy_version",
-    "tokens_before",
-    "tokens_after_estimate",
-    "estimator_ratio",
-    "budget_unmet",
-    "turns_before",
-    "turns_after",
-    "kept_turn_ids",
-    "masked_turn_ids",
-    "summarized_turn_ids",
-    "dropped_turn_ids",
-    "summary_turn_ids",
-)
+SPEC_FIELDS = REPORT_FIELDS
 
 
 def report(**changes: Any) -> CompactionReport:
