@@ -122,10 +122,6 @@ def _build(
     keep, mask, summarize = Action.KEEP, Action.MASK, Action.SUMMARIZE
     for turn, action in zip(transcript.turns, plan.actions, strict=True):
         kind = action.action
-        # A SYSTEM or pinned turn is untouchable under any budget: a plan removing one was
-        # built for another version of this transcript (contract 2 holds in apply too).
-        if kind is not keep and (turn.pinned or turn.role is Role.SYSTEM):
-            raise _untouchable_removed(turn, kind)
         if kind is keep:
             view.append(turn)
             kept.append(turn.turn_id)
@@ -168,12 +164,24 @@ def _build(
 
 
 def _check_belongs(transcript: Transcript, plan: CompactionPlan) -> None:
-    """Raise ``PlanTranscriptMismatch`` unless ``plan`` names exactly ``transcript``'s turns."""
+    """Raise ``PlanTranscriptMismatch`` unless ``plan`` belongs to ``transcript``.
+
+    It must name exactly its turns, in order, for the token total it was built for, and remove
+    none of its SYSTEM or pinned turns.
+    """
     turns = transcript.turns
     actions = plan.actions
-    same = len(turns) == len(actions) and all(
-        turn.turn_id == action.turn_id for turn, action in zip(turns, actions, strict=True)
-    )
+    keep, system = Action.KEEP, Role.SYSTEM
+    same = len(turns) == len(actions)
+    if same:
+        for turn, action in zip(turns, actions, strict=True):
+            if turn.turn_id != action.turn_id:
+                same = False
+                break
+            # A SYSTEM or pinned turn is untouchable under any budget: a plan removing one was
+            # built for another version of this transcript (contract 2 holds in apply too).
+            if action.action is not keep and (turn.pinned or turn.role is system):
+                raise _untouchable_removed(turn, action.action)
     total = transcript.token_estimate()
     if same and total == plan.tokens_before:
         return

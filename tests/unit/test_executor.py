@@ -338,6 +338,16 @@ class TestPlanTranscriptMismatch:
         with pytest.raises(PlanTranscriptMismatch):
             EXECUTOR.apply(users(("a",)), SUMMARY_PLAN)
 
+    def test_a_removed_untouchable_turn_is_found_before_missing_summaries(self) -> None:
+        # SUMMARY_PLAN folds u1 and drops u2; u2 is now pinned and no summary is supplied.
+        pinned = TranscriptTurn(
+            "u2", Role.USER, TURNS[4].content, TURNS[4].token_estimate, pinned=True
+        )
+        transcript = Transcript((*TURNS[:4], pinned, *TURNS[5:]))
+        with pytest.raises(PlanTranscriptMismatch) as caught:
+            EXECUTOR.apply(transcript, SUMMARY_PLAN)
+        assert (caught.value.details["turn_id"], caught.value.details["action"]) == ("u2", "drop")
+
 
 SPEC_REPORT_FIELDS = set(REPORT_FIELDS)
 
