@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING, ClassVar
 
 from baseaicore import ValidationError
 
+from cutctx._actions import ACTIONS
 from cutctx._draft import BuiltinPolicy, Draft, Group, Stub
 from cutctx._drop import DropOldestPolicy
 from cutctx._executor import masked_turn, summary_turn
 from cutctx._invariants import Layout, layout
 from cutctx._masking import ObservationMaskingPolicy
+from cutctx._plan import CompactionPlan, table_of
 from cutctx._summarizing import SummarizingPolicy
 from cutctx._typing import CompactionPolicy
 from cutctx._values import (
@@ -125,15 +127,25 @@ def _member_draft(
     if isinstance(member, BuiltinPolicy):
         return member._draft(view, budget, shape)
     plan = member.decide(view, budget)
-    if tuple(action.turn_id for action in plan.actions) != view.turn_ids():
+    if not isinstance(plan, CompactionPlan):
+        raise ValidationError(
+            f"chain member {member.name}@{member.version} returned "
+            f"{type(plan).__name__}, not a CompactionPlan",
+            details={"policy": member.name, "version": member.version},
+        )
+    table = table_of(plan)
+    if table.turn_ids != view.turn_ids():
         raise ValidationError(
             f"chain member {member.name}@{member.version} returned a plan for another transcript",
             details={"policy": member.name, "version": member.version},
         )
     position = {turn.turn_id: index for index, turn in enumerate(view.turns)}
-    draft = Draft([action.action for action in plan.actions], plan.tokens_after_estimate)
-    if any(action.replacement is not None for action in plan.actions):
-        draft.replacements = [action.replacement for action in plan.actions]
+    draft = Draft([ACTIONS[code] for code in table.kinds], plan.tokens_after_estimate)
+    if table.stub_texts:
+        draft.replacements = [
+            None if text is None else trusted_replacement(text, estimate)
+            for text, estimate in zip(table.stub_texts, table.stub_tokens, strict=True)
+        ]
     draft.groups = [
         Group(
             [position[turn_id] for turn_id in request.turn_ids],
@@ -268,14 +280,13 @@ class _State:
                 if isinstance(replacement, Stub) and self.resolve:
                     replacement = replacement.resolve(turns[index])
                     self.replacements[index] = replacement
-                elif isinstance(replacement, Stub):
+                if isinstance(replacement, Stub):
                     # Built-in members never read a masked body: the label stands in,
                     # at the stub's price, until the plan resolves the digest.
-                    replacement = trusted_replacement(
-                        replacement.placeholder, replacement.token_estimate
-                    )
-                turn = masked_turn(turns[index], replacement)
-                view.append(turn)
+                    stub = replacement.placeholder
+                else:
+                    stub = replacement.content
+                view.append(masked_turn(turns[index], stub, replacement.token_estimate))
             elif kind is summarize:
                 key = self.group_of[index]
                 group = self.groups[key]

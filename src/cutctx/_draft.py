@@ -15,19 +15,18 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from baseaicore import ValidationError
 
+from cutctx._actions import CODES, MASK, ActionTable, indices, selector
 from cutctx._estimators import CharRatioEstimator
 from cutctx._invariants import Layout, layout
-from cutctx._plan import CompactionPlan
+from cutctx._plan import CompactionPlan, plan_from_table
 from cutctx._values import (
     Action,
     CompactionBudget,
     SummarizationRequest,
     Transcript,
     TranscriptTurn,
-    TurnAction,
     TurnReplacement,
     group_id_for,
-    trusted_action,
     trusted_replacement,
 )
 
@@ -43,6 +42,8 @@ __all__ = [
     "estimator_marks",
     "stub_text",
 ]
+
+_MASKED = selector(MASK)
 
 
 @dataclass(slots=True)
@@ -70,11 +71,14 @@ class Stub(NamedTuple):
     placeholder: str
     token_estimate: int
 
-    def resolve(self, turn: TranscriptTurn) -> TurnReplacement:
-        """Return the replacement for ``turn``, the SHA-256 of its UTF-8 content included."""
+    def text(self, turn: TranscriptTurn) -> str:
+        """Return the stub text for ``turn``, the SHA-256 of its UTF-8 content included."""
         digest = hashlib.sha256(turn.content.encode("utf-8")).hexdigest()
-        text = stub_text(self.placeholder, turn.token_estimate, digest)
-        return trusted_replacement(text, self.token_estimate)
+        return stub_text(self.placeholder, turn.token_estimate, digest)
+
+    def resolve(self, turn: TranscriptTurn) -> TurnReplacement:
+        """Return the replacement for ``turn`` (see ``text``)."""
+        return trusted_replacement(self.text(turn), self.token_estimate)
 
 
 @dataclass(slots=True)
@@ -119,46 +123,47 @@ def build_plan(
 ) -> CompactionPlan:
     """Turn ``draft`` into a ``CompactionPlan`` for ``transcript`` (the gate runs inside).
 
-    The draft is consumed: its actions and replacements are emptied once the plan's are made.
+    The plan holds its actions as columns (``ActionTable``); each masked body still awaiting its
+    digest is hashed here, once. The draft is consumed: its actions and replacements are emptied.
     """
     turns = transcript.turns
-    group_ids: dict[int, str] = {}
+    ids = transcript.turn_ids()
+    kinds = bytes(map(CODES.__getitem__, draft.actions))
+    draft.actions.clear()
     requests: list[SummarizationRequest] = []
-    for group in sorted(draft.groups, key=lambda g: g.members[0]):
-        ids = tuple(turns[index].turn_id for index in group.members)
-        group_id = group_id_for(ids)
-        for index in group.members:
-            group_ids[index] = group_id
-        requests.append(SummarizationRequest(group_id, ids, group.target_tokens, group.prompt_id))
-
-    keep, mask, summarize = Action.KEEP, Action.MASK, Action.SUMMARIZE
-    replacements = draft.replacements
-    actions: list[TurnAction] = []
-    append = actions.append
-    # The parts are valid by construction (ids of validated turns, priced stubs); the gate
-    # inside CompactionPlan checks the plan they form.
-    for index, (turn, kind) in enumerate(zip(turns, draft.actions, strict=True)):
-        if kind is keep:
-            append(trusted_action(turn.turn_id, keep, None, None))
-        elif kind is mask:
+    groups: tuple[str | None, ...] = ()
+    if draft.groups:
+        column: list[str | None] = [None] * len(turns)
+        for group in sorted(draft.groups, key=lambda g: g.members[0]):
+            named = tuple(ids[index] for index in group.members)
+            group_id = group_id_for(named)
+            for index in group.members:
+                column[index] = group_id
+            requests.append(
+                SummarizationRequest(group_id, named, group.target_tokens, group.prompt_id)
+            )
+        groups = tuple(column)
+    texts: tuple[str | None, ...] = ()
+    tokens: tuple[int, ...] = ()
+    if MASK in kinds:
+        replacements = draft.replacements
+        text_column: list[str | None] = [None] * len(turns)
+        token_column = [0] * len(turns)
+        for index in indices(kinds.translate(_MASKED)):
             replacement = replacements[index]
             assert replacement is not None  # noqa: S101 - every masked turn has one
-            if isinstance(replacement, Stub):
-                replacement = replacement.resolve(turn)
-            append(trusted_action(turn.turn_id, mask, None, replacement))
-        elif kind is summarize:
-            append(trusted_action(turn.turn_id, summarize, group_ids[index], None))
-        else:
-            append(trusted_action(turn.turn_id, kind, None, None))
-    after = draft.tokens
-    # A draft is consumed here: its working data is released before the plan's tuple is made
-    # and the gate runs.
-    draft.actions.clear()
+            text_column[index] = (
+                replacement.text(turns[index])
+                if isinstance(replacement, Stub)
+                else replacement.content
+            )
+            token_column[index] = replacement.token_estimate
+        texts, tokens = tuple(text_column), tuple(token_column)
+        del text_column, token_column
     draft.replacements.clear()
-    frozen = tuple(actions)
-    actions.clear()
-    return CompactionPlan(
-        frozen,
+    after = draft.tokens
+    return plan_from_table(
+        ActionTable(ids, kinds, texts, tokens, groups),
         tuple(requests),
         transcript.token_estimate(),
         after,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import compress
 from types import MappingProxyType
 
 from baseaicore import ValidationError
 
+from cutctx._actions import ACTIONS, DROP, KEEP, MASK, STAYS, SUMMARIZE, TOUCHED, indices, selector
 from cutctx._errors import PlanTranscriptMismatch, SummaryMissing
-from cutctx._plan import CompactionPlan
+from cutctx._plan import CompactionPlan, table_of
 from cutctx._report import CompactedTranscript, CompactionReport
 from cutctx._values import (
     EMPTY_METADATA,
@@ -17,7 +19,6 @@ from cutctx._values import (
     Role,
     Transcript,
     TranscriptTurn,
-    TurnReplacement,
     trusted_transcript,
     trusted_turn,
 )
@@ -26,16 +27,18 @@ __all__ = ["CompactionExecutor", "masked_turn", "summary_turn"]
 
 _MAX_IDS = 10
 _MASKED_ONLY: Mapping[str, str] = MappingProxyType({"cutctx.kind": "masked"})
+_KEPT, _MASKED = selector(KEEP), selector(MASK)
+_SUMMARIZED, _DROPPED = selector(SUMMARIZE), selector(DROP)
 
 
-def masked_turn(turn: TranscriptTurn, replacement: TurnReplacement) -> TranscriptTurn:
+def masked_turn(turn: TranscriptTurn, content: str, token_estimate: int) -> TranscriptTurn:
     """Return ``turn`` with its body replaced: same id, role, call id, pin and position."""
     if turn.metadata is EMPTY_METADATA:
         metadata = _MASKED_ONLY  # the common case shares one read-only mapping
     else:
         metadata = MappingProxyType({**turn.metadata, "cutctx.kind": "masked"})
-    # Every part is already valid: the turn's own fields and a replacement the gate accepted.
-    return trusted_turn(turn, replacement.content, replacement.token_estimate, metadata)
+    # Every part is already valid: the turn's own fields and a stub the gate accepted.
+    return trusted_turn(turn, content, token_estimate, metadata)
 
 
 def summary_turn(group_id: str, content: str, target_tokens: int, replaced: int) -> TranscriptTurn:
@@ -112,36 +115,38 @@ class CompactionExecutor:
 def _build(
     transcript: Transcript, plan: CompactionPlan, texts: dict[str, str]
 ) -> CompactedTranscript:
-    targets = {request.group_id: request for request in plan.summarization_requests}
-    view: list[TranscriptTurn] = []
-    kept: list[str] = []
-    masked: list[str] = []
-    summarized: list[str] = []
-    dropped: list[str] = []
+    table = table_of(plan)
+    turns, kinds, ids = transcript.turns, table.kinds, table.turn_ids
+    # Kept turns are the same objects; masked turns and summary turns are put in their
+    # places, and the turns a plan removes are filtered out.
+    view = list(turns)
+    stays = bytearray(kinds.translate(STAYS))
+    masked = kinds.translate(_MASKED)
+    if table.stub_texts:
+        stub_texts, stub_tokens = table.stub_texts, table.stub_tokens
+        for index in indices(masked):
+            text = stub_texts[index]
+            assert text is not None  # noqa: S101 - every masked turn has its stub
+            view[index] = masked_turn(turns[index], text, stub_tokens[index])
     summary_ids: list[str] = []
-    keep, mask, summarize = Action.KEEP, Action.MASK, Action.SUMMARIZE
-    for turn, action in zip(transcript.turns, plan.actions, strict=True):
-        kind = action.action
-        if kind is keep:
-            view.append(turn)
-            kept.append(turn.turn_id)
-        elif kind is mask:
-            assert action.replacement is not None  # noqa: S101 - guaranteed by TurnAction
-            view.append(masked_turn(turn, action.replacement))
-            masked.append(turn.turn_id)
-        elif kind is summarize:
-            summarized.append(turn.turn_id)
-            group = action.summary_group
-            assert group is not None  # noqa: S101 - guaranteed by TurnAction
-            request = targets.get(group)
-            if request is not None and request.turn_ids[0] == turn.turn_id:
-                summary = summary_turn(
-                    group, texts[group], request.target_tokens, len(request.turn_ids)
-                )
-                view.append(summary)
-                summary_ids.append(summary.turn_id)
-        else:
-            dropped.append(turn.turn_id)
+    if plan.summarization_requests:
+        summarized = kinds.translate(_SUMMARIZED)
+        starts: dict[str | None, int] = {}
+        for index, group_of in zip(
+            indices(summarized), compress(table.groups, summarized), strict=True
+        ):
+            starts.setdefault(group_of, index)
+        # Requests are ordered by their earliest turn (the gate sees to it), as the view is.
+        for request in plan.summarization_requests:
+            group = request.group_id
+            start = starts[group]
+            summary = summary_turn(
+                group, texts[group], request.target_tokens, len(request.turn_ids)
+            )
+            view[start] = summary
+            stays[start] = 1
+            summary_ids.append(summary.turn_id)
+    view = list(compress(view, stays))
     report = CompactionReport(
         plan_hash=plan.plan_hash,
         policy_name=plan.policy_name,
@@ -150,12 +155,12 @@ def _build(
         tokens_after_estimate=plan.tokens_after_estimate,
         estimator_ratio=plan.estimator_ratio,
         budget_unmet=plan.budget_unmet,
-        turns_before=len(transcript.turns),
+        turns_before=len(turns),
         turns_after=len(view),
-        kept_turn_ids=tuple(kept),
-        masked_turn_ids=tuple(masked),
-        summarized_turn_ids=tuple(summarized),
-        dropped_turn_ids=tuple(dropped),
+        kept_turn_ids=tuple(compress(ids, kinds.translate(_KEPT))),
+        masked_turn_ids=tuple(compress(ids, masked)),
+        summarized_turn_ids=tuple(compress(ids, kinds.translate(_SUMMARIZED))),
+        dropped_turn_ids=tuple(compress(ids, kinds.translate(_DROPPED))),
         summary_turn_ids=tuple(summary_ids),
         estimator_name=plan.estimator_name,
     )
@@ -169,24 +174,22 @@ def _check_belongs(transcript: Transcript, plan: CompactionPlan) -> None:
     It must name exactly its turns, in order, for the token total it was built for, and remove
     none of its SYSTEM or pinned turns.
     """
+    table = table_of(plan)
     turns = transcript.turns
-    actions = plan.actions
-    keep, system = Action.KEEP, Role.SYSTEM
-    same = len(turns) == len(actions)
+    present = transcript.turn_ids()
+    same = table.turn_ids == present
     if same:
-        for turn, action in zip(turns, actions, strict=True):
-            if turn.turn_id != action.turn_id:
-                same = False
-                break
-            # A SYSTEM or pinned turn is untouchable under any budget: a plan removing one was
-            # built for another version of this transcript (contract 2 holds in apply too).
-            if action.action is not keep and (turn.pinned or turn.role is system):
-                raise _untouchable_removed(turn, action.action)
+        # A SYSTEM or pinned turn is untouchable under any budget: a plan removing one was
+        # built for another version of this transcript (contract 2 holds in apply too).
+        system = Role.SYSTEM
+        for index in indices(table.kinds.translate(TOUCHED)):
+            turn = turns[index]
+            if turn.pinned or turn.role is system:
+                raise _untouchable_removed(turn, ACTIONS[table.kinds[index]])
     total = transcript.token_estimate()
     if same and total == plan.tokens_before:
         return
-    present = [turn.turn_id for turn in turns]
-    planned = [action.turn_id for action in actions]
+    planned = table.turn_ids
     present_set, planned_set = set(present), set(planned)
     unknown = sorted(planned_set - present_set)
     unplanned = sorted(present_set - planned_set)

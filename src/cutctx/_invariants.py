@@ -13,21 +13,30 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
-from operator import attrgetter, eq
+from itertools import compress
+from operator import ge
 from typing import TYPE_CHECKING
 
 from baseaicore import ValidationError
 
+from cutctx._actions import (
+    ACTIONS,
+    FOLD,
+    KEEP,
+    MASK,
+    STAYS,
+    SUMMARIZE,
+    ActionTable,
+    indices,
+    selector,
+)
 from cutctx._errors import budget_unsatisfiable
 from cutctx._values import (
     SUMMARY_TURN_ID_PREFIX,
-    Action,
     CompactionBudget,
     Role,
     SummarizationRequest,
     Transcript,
-    TranscriptTurn,
-    TurnAction,
     group_id_for,
 )
 
@@ -37,7 +46,9 @@ if TYPE_CHECKING:
 __all__ = ["Layout", "check_plan", "layout"]
 
 _MAX_REPORTED = 20
-_turn_id = attrgetter("turn_id")
+_KEPT = selector(KEEP)
+_MASKED = selector(MASK)
+_SUMMARIZED = selector(SUMMARIZE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +59,13 @@ class Layout:
     index of its earliest member: ``unit_of[i]`` is turn ``i``'s unit. Indexed by a unit,
     ``unit_last`` is its last member, ``unit_tokens`` its members' total and ``locked`` whether it
     holds an untouchable turn (which makes the whole unit unremovable); at other indices these
-    hold the turn's own figures and mean nothing. Flags are bytes and figures machine ints, so
-    a layout costs a few bytes per turn and no objects. Shared between callers: never mutate it.
+    hold the turn's own figures and mean nothing. ``tokens`` holds each turn's estimate and
+    ``turn_ids`` the transcript's ids. Flags are bytes and figures machine ints, so a layout
+    costs a few bytes per turn and no objects. Shared between callers: never mutate it.
     """
 
+    turn_ids: tuple[str, ...]
+    tokens: Sequence[int]
     untouchable: bytearray
     unit_of: array[int]
     unit_last: array[int]
@@ -104,8 +118,17 @@ def layout(transcript: Transcript, budget: CompactionBudget) -> Layout:
             unit_tokens[unit] += tokens[index]
             if untouchable[index]:
                 locked[unit] = True
-    fixed = [estimate for estimate, kept in zip(tokens, untouchable, strict=True) if kept]
-    shape = Layout(untouchable, unit_of, unit_last, unit_tokens, locked, sum(fixed), len(fixed))
+    shape = Layout(
+        transcript.turn_ids(),
+        tokens,
+        untouchable,
+        unit_of,
+        unit_last,
+        unit_tokens,
+        locked,
+        sum(compress(tokens, untouchable)),
+        untouchable.count(1),
+    )
     cache[budget.protected_recent_turns] = shape
     return shape
 
@@ -113,13 +136,13 @@ def layout(transcript: Transcript, budget: CompactionBudget) -> Layout:
 def check_plan(  # noqa: PLR0917 - one call site, the plan's constructor, passes its fields
     transcript: Transcript,
     budget: CompactionBudget,
-    actions: Sequence[TurnAction],
+    table: ActionTable,
     requests: Sequence[SummarizationRequest],
     tokens_before: int,
     tokens_after_estimate: int,
     budget_unmet: bool,
 ) -> None:
-    """Validate a plan's contents against the transcript and budget it is for.
+    """Validate a plan's actions and figures against the transcript and budget it is for.
 
     Raises:
         BudgetUnsatisfiable: if the untouchable set alone is over the budget (no plan may exist).
@@ -128,14 +151,13 @@ def check_plan(  # noqa: PLR0917 - one call site, the plan's constructor, passes
     """
     shape = layout(transcript, budget)
     shape.require_satisfiable(budget)
-    turns = transcript.turns
     problems: list[str] = []
-    if len(actions) != len(turns) or not all(map(eq, map(_turn_id, actions), map(_turn_id, turns))):
+    if table.turn_ids != shape.turn_ids:
         problems.append("the actions do not name the transcript's turns one for one, in order")
         _raise(problems)
 
-    after, groups = _check_actions(shape, actions, turns, problems)
-    after += _check_requests(groups, requests, actions, problems)
+    after = _check_actions(shape, table, problems)
+    after += _check_requests(table, requests, problems)
 
     total = transcript.token_estimate()
     if tokens_before != total:
@@ -152,61 +174,69 @@ def check_plan(  # noqa: PLR0917 - one call site, the plan's constructor, passes
         _raise(problems)
 
 
-def _check_actions(
-    shape: Layout,
-    actions: Sequence[TurnAction],
-    turns: Sequence[TranscriptTurn],
-    problems: list[str],
-) -> tuple[int, dict[str, list[int]]]:
-    """Check each action (contracts 2 and 3, masks shrink); return the kept tokens and groups."""
-    groups: dict[str, list[int]] = {}
-    after = 0
-    keep, mask, summarize = Action.KEEP, Action.MASK, Action.SUMMARIZE
-    untouchable, unit_of = shape.untouchable, shape.unit_of
-    split: set[int] = set()
-    for index, (action, turn) in enumerate(zip(actions, turns, strict=True)):
-        kind = action.action
-        if kind is keep:
-            after += turn.token_estimate
-        else:
-            if untouchable[index]:
-                problems.append(f"untouchable turn {turn.turn_id!r} is not kept ({kind.name})")
-            if kind is mask:
-                replacement = action.replacement
-                assert replacement is not None  # noqa: S101 - TurnAction guarantees it
-                after += replacement.token_estimate
-                if replacement.token_estimate >= turn.token_estimate:
+def _check_actions(shape: Layout, table: ActionTable, problems: list[str]) -> int:
+    """Check contracts 2 and 3 and that masks shrink; return the tokens the view keeps."""
+    kinds, ids, tokens = table.kinds, table.turn_ids, shape.tokens
+    # Contract 2: every untouchable turn is kept.
+    for index in indices(shape.untouchable):
+        if kinds[index] != KEEP:
+            problems.append(
+                f"untouchable turn {ids[index]!r} is not kept ({ACTIONS[kinds[index]].name})"
+            )
+    after = sum(compress(tokens, kinds.translate(_KEPT)))
+    if table.stub_tokens:
+        masked = kinds.translate(_MASKED)
+        after += sum(compress(table.stub_tokens, masked))
+        if any(map(ge, compress(table.stub_tokens, masked), compress(tokens, masked))):
+            for index in indices(masked):
+                if table.stub_tokens[index] >= tokens[index]:
                     problems.append(
-                        f"masked turn {turn.turn_id!r} would not shrink "
-                        f"({turn.token_estimate} -> {replacement.token_estimate} tokens)"
+                        f"masked turn {ids[index]!r} would not shrink "
+                        f"({tokens[index]} -> {table.stub_tokens[index]} tokens)"
                     )
-            elif kind is summarize:
-                assert action.summary_group is not None  # noqa: S101 - TurnAction guarantees it
-                groups.setdefault(action.summary_group, []).append(index)
-        # Contract 3: each member of an exchange agrees with its earliest member.
-        unit = unit_of[index]
-        if unit != index and unit not in split:
-            first = actions[unit]
-            if first.action is keep or first.action is mask:
-                apart = kind is not keep and kind is not mask
-            else:
-                apart = kind is not first.action or action.summary_group != first.summary_group
-            if apart:
-                split.add(unit)
-                problems.append(
-                    f"exchange of {first.turn_id!r} is split "
-                    f"({first.action.name} beside {kind.name} on {turn.turn_id!r})"
-                )
-    return after, groups
+    # Contract 3: each member of an exchange agrees with its earliest member, in the action
+    # (KEEP and MASK agree: both stay) and in the summary group.
+    unit_of = shape.unit_of
+    folded = kinds.translate(FOLD)
+    agree = bytes(map(folded.__getitem__, unit_of)) == folded
+    if agree and table.groups:
+        agree = tuple(map(table.groups.__getitem__, unit_of)) == table.groups
+    if not agree:
+        _name_splits(shape, table, folded, problems)
+    return after
+
+
+def _name_splits(shape: Layout, table: ActionTable, folded: bytes, problems: list[str]) -> None:
+    """Add one problem for each exchange whose members disagree (the slow path of a refusal)."""
+    kinds, ids = table.kinds, table.turn_ids
+    groups = table.groups or (None,) * len(kinds)
+    split: set[int] = set()
+    for index, unit in enumerate(shape.unit_of):
+        if unit == index or unit in split:
+            continue
+        if folded[index] != folded[unit] or groups[index] != groups[unit]:
+            split.add(unit)
+            problems.append(
+                f"exchange of {ids[unit]!r} is split "
+                f"({ACTIONS[kinds[unit]].name} beside {ACTIONS[kinds[index]].name} "
+                f"on {ids[index]!r})"
+            )
 
 
 def _check_requests(
-    groups: dict[str, list[int]],
+    table: ActionTable,
     requests: Sequence[SummarizationRequest],
-    actions: Sequence[TurnAction],
     problems: list[str],
 ) -> int:
     """Check that requests and summary groups match one for one; return the summaries' tokens."""
+    ids = table.turn_ids
+    groups: dict[str, list[int]] = {}
+    if table.groups:
+        column = table.groups
+        for index in indices(table.kinds.translate(_SUMMARIZED)):
+            group = column[index]
+            assert group is not None  # noqa: S101 - a summarized turn names its group
+            groups.setdefault(group, []).append(index)
     tokens = 0
     seen: set[str] = set()
     last_start = -1
@@ -221,10 +251,10 @@ def _check_requests(
         if members is None:
             problems.append(f"request {group!r} names no summarized turn")
             continue
-        ids = tuple(actions[index].turn_id for index in members)
-        if request.turn_ids != ids:
+        named = tuple(ids[index] for index in members)
+        if request.turn_ids != named:
             problems.append(f"request {group!r} lists other turns than its group holds")
-        if group != group_id_for(ids):
+        if group != group_id_for(named):
             problems.append(f"group id {group!r} is not the digest of its turn ids")
         if members[0] < last_start:
             problems.append(f"request {group!r} is out of order (by earliest turn)")
@@ -232,9 +262,7 @@ def _check_requests(
     for group in groups.keys() - seen:
         problems.append(f"group {group!r} has no summarization request")
     if seen:
-        present = {
-            action.turn_id for action in actions if action.action in (Action.KEEP, Action.MASK)
-        }
+        present = set(compress(ids, table.kinds.translate(STAYS)))
         for group in sorted(seen):
             if SUMMARY_TURN_ID_PREFIX + group in present:
                 problems.append(f"summary turn id {SUMMARY_TURN_ID_PREFIX + group!r} is taken")

@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import KW_ONLY, InitVar, dataclass, field
-from typing import Any
+from itertools import repeat
+from typing import TYPE_CHECKING, Any
 
 from baseaicore import ValidationError
 
+from cutctx._actions import ACTIONS, ActionTable
 from cutctx._invariants import check_plan
 from cutctx._values import (
-    Action,
     CompactionBudget,
     SummarizationRequest,
     Transcript,
@@ -22,10 +23,10 @@ from cutctx._values import (
     check_str,
 )
 
-__all__ = ["CompactionPlan", "canonical_json"]
+__all__ = ["CompactionPlan", "canonical_json", "plan_from_table", "table_of"]
 
 # An enum's ``.value`` is a descriptor call; a plan serializes one action per turn.
-_WIRE = {action: action.value for action in Action}
+_WIRE = tuple(action.value for action in ACTIONS)
 
 
 def canonical_json(value: object) -> str:
@@ -52,6 +53,11 @@ class CompactionPlan:
     ``estimator_ratio`` is the character ratio that priced the plan's stubs, if any;
     ``estimator_name`` names any other estimator that did.
 
+    A plan made by cutctx's policies holds its actions as columns (see ``cutctx._actions``) and
+    makes ``actions`` — the same ``TurnAction`` values — on first read, so planning and
+    applying cost no object per turn; equality, hashing, ``repr`` and pickling see ``actions``
+    as an ordinary field.
+
     Raises:
         ValidationError: for a field of the wrong type or a violated invariant.
         BudgetUnsatisfiable: if the untouchable set alone is over ``budget``.
@@ -69,6 +75,7 @@ class CompactionPlan:
     transcript: InitVar[Transcript]
     budget: InitVar[CompactionBudget]
     estimator_name: str | None = None
+    _table: ActionTable = field(init=False, repr=False, compare=False, hash=False)
     _hash: str | None = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self, transcript: Transcript, budget: CompactionBudget) -> None:
@@ -76,7 +83,8 @@ class CompactionPlan:
             raise _wrong("transcript", "a cutctx.Transcript", transcript)
         if not isinstance(budget, CompactionBudget):
             raise _wrong("budget", "a cutctx.CompactionBudget", budget)
-        object.__setattr__(self, "actions", _tuple_of(self.actions, TurnAction, "actions"))
+        actions = _tuple_of(self.actions, TurnAction, "actions")
+        object.__setattr__(self, "actions", actions)
         object.__setattr__(
             self,
             "summarization_requests",
@@ -92,32 +100,55 @@ class CompactionPlan:
         check_bool("CompactionPlan", "budget_unmet", self.budget_unmet)
         if self.estimator_name is not None:
             check_str("CompactionPlan", "estimator_name", self.estimator_name)
+        self._admit(ActionTable.of(actions), transcript, budget)
+
+    def _admit(self, table: ActionTable, transcript: Transcript, budget: CompactionBudget) -> None:
+        """Run the invariants gate over ``table`` and the figures, then hold ``table``."""
         check_plan(
             transcript,
             budget,
-            self.actions,
+            table,
             self.summarization_requests,
             self.tokens_before,
             self.tokens_after_estimate,
             self.budget_unmet,
         )
+        object.__setattr__(self, "_table", table)
+
+    if not TYPE_CHECKING:  # pragma: no branch - type checkers see the field, not the fallback
+
+        def __getattr__(self, name: str) -> tuple[TurnAction, ...]:
+            # Reached only for an unset slot: ``actions`` of a plan made from a table.
+            if name != "actions":
+                raise AttributeError(
+                    f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self
+                )
+            actions = self._table.actions()
+            object.__setattr__(self, "actions", actions)
+            return actions
 
     def to_dict(self) -> dict[str, Any]:
         """Return the plan as plain JSON data (``estimator_name`` only when one was recorded)."""
+        table = self._table
         data: dict[str, Any] = {
             "actions": [
                 {
-                    "action": _WIRE[action.action],
+                    "action": _WIRE[code],
                     "replacement": None
-                    if action.replacement is None
-                    else {
-                        "content": action.replacement.content,
-                        "token_estimate": action.replacement.token_estimate,
-                    },
-                    "summary_group": action.summary_group,
-                    "turn_id": action.turn_id,
+                    if text is None
+                    else {"content": text, "token_estimate": estimate},
+                    "summary_group": group,
+                    "turn_id": turn_id,
                 }
-                for action in self.actions
+                # Absent columns stand for None / 0 on every turn.
+                for turn_id, code, text, estimate, group in zip(
+                    table.turn_ids,
+                    table.kinds,
+                    table.stub_texts or repeat(None),
+                    table.stub_tokens or repeat(0),
+                    table.groups or repeat(None),
+                    strict=False,
+                )
             ],
             "summarization_requests": [
                 {
@@ -151,6 +182,49 @@ class CompactionPlan:
             object.__setattr__(self, "_hash", digest)
             return digest
         return self._hash
+
+
+def plan_from_table(  # noqa: PLR0917 - the plan's fields, in its constructor's order
+    table: ActionTable,
+    requests: tuple[SummarizationRequest, ...],
+    tokens_before: int,
+    tokens_after_estimate: int,
+    policy_name: str,
+    policy_version: str,
+    estimator_ratio: float | None,
+    budget_unmet: bool,
+    *,
+    transcript: Transcript,
+    budget: CompactionBudget,
+    estimator_name: str | None,
+) -> CompactionPlan:
+    """Return the plan whose actions ``table`` holds: cutctx's own builders' constructor.
+
+    The fields come from cutctx's own code, valid by construction; the gate runs over the table
+    exactly as it does for a plan made through ``CompactionPlan(...)``. ``actions`` is left unset
+    until first read (see ``CompactionPlan.__getattr__``).
+    """
+    plan: CompactionPlan = object.__new__(CompactionPlan)
+    fields = (
+        ("summarization_requests", requests),
+        ("tokens_before", tokens_before),
+        ("tokens_after_estimate", tokens_after_estimate),
+        ("policy_name", policy_name),
+        ("policy_version", policy_version),
+        ("estimator_ratio", estimator_ratio),
+        ("budget_unmet", budget_unmet),
+        ("estimator_name", estimator_name),
+        ("_hash", None),
+    )
+    for name, value in fields:
+        object.__setattr__(plan, name, value)
+    plan._admit(table, transcript, budget)
+    return plan
+
+
+def table_of(plan: CompactionPlan) -> ActionTable:
+    """Return the columns ``plan``'s actions are held in (for the executor and the chain)."""
+    return plan._table
 
 
 def _wrong(name: str, expected: str, value: object) -> ValidationError:

@@ -184,6 +184,7 @@ class Transcript:
     _total: int = field(init=False, repr=False, compare=False, hash=False)
     # Derived structure (see cutctx._invariants.layout), by protected_recent_turns.
     _layouts: dict[int, object] = field(init=False, repr=False, compare=False, hash=False)
+    _ids: tuple[str, ...] | None = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         turns = self.turns
@@ -209,14 +210,19 @@ class Transcript:
             object.__setattr__(self, "turns", tuple(turns))
         object.__setattr__(self, "_total", total)
         object.__setattr__(self, "_layouts", {})
+        object.__setattr__(self, "_ids", None)
 
     def token_estimate(self) -> int:
         """Return the sum of the turns' token estimates."""
         return self._total
 
     def turn_ids(self) -> tuple[str, ...]:
-        """Return the turn ids in order."""
-        return tuple(turn.turn_id for turn in self.turns)
+        """Return the turn ids in order (made once; the transcript is immutable)."""
+        ids = self._ids
+        if ids is None:
+            ids = tuple([turn.turn_id for turn in self.turns])
+            object.__setattr__(self, "_ids", ids)
+        return ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,7 +344,7 @@ _TURN = _slot_setters(
     "pinned",
     "metadata",
 )
-_TRANSCRIPT = _slot_setters(Transcript, "turns", "_total", "_layouts")
+_TRANSCRIPT = _slot_setters(Transcript, "turns", "_total", "_layouts", "_ids")
 
 
 def trusted_action(
@@ -385,8 +391,9 @@ def trusted_turn(
 def trusted_transcript(turns: tuple[TranscriptTurn, ...]) -> Transcript:
     """Return ``Transcript(turns)`` for valid turns whose ids are known to be unique."""
     made: Transcript = _new(Transcript)
-    set_turns, set_total, set_layouts = _TRANSCRIPT
+    set_turns, set_total, set_layouts, set_ids = _TRANSCRIPT
     set_turns(made, turns)
     set_total(made, sum(turn.token_estimate for turn in turns))
     set_layouts(made, {})
+    set_ids(made, None)
     return made

@@ -182,3 +182,47 @@ def test_every_policy_keeps_the_contracts_or_refuses_only_an_unsatisfiable_budge
         assert transcript == before
         again = make().decide(Transcript(tuple(transcript.turns)), budget)
         assert again.plan_hash == plan.plan_hash
+
+
+@given(case=cases())
+def test_a_policys_plan_is_the_plan_its_actions_make(
+    case: tuple[Transcript, CompactionBudget],
+) -> None:
+    """Catches a policy's plan (held as columns, ``actions`` made on first read) that differs
+    from the plan the public constructor makes from the same actions: in equality, canonical
+    JSON, hash, or in the view and report ``apply`` gives for either.
+
+    Every policy key is checked; the applied plans are compared before their actions are read.
+    """
+    transcript, budget = case
+    fixed = untouchable(transcript, budget)
+    if sum(t.token_estimate for t, f in zip(transcript.turns, fixed, strict=True) if f) > (
+        budget.max_tokens
+    ):
+        return
+    executor = CompactionExecutor()
+    for key, make in POLICIES.items():
+        note(f"policy: {key}")
+        plan = make().decide(transcript, budget)
+        summaries = {
+            request.group_id: f"summary of {request.group_id}"
+            for request in plan.summarization_requests
+        }
+        applied = executor.apply(transcript, plan, summaries)
+        rebuilt = CompactionPlan(
+            plan.actions,
+            plan.summarization_requests,
+            plan.tokens_before,
+            plan.tokens_after_estimate,
+            plan.policy_name,
+            plan.policy_version,
+            plan.estimator_ratio,
+            plan.budget_unmet,
+            transcript=transcript,
+            budget=budget,
+            estimator_name=plan.estimator_name,
+        )
+        assert rebuilt == plan
+        assert rebuilt.to_json() == plan.to_json()
+        assert rebuilt.plan_hash == plan.plan_hash
+        assert executor.apply(transcript, rebuilt, summaries) == applied

@@ -136,6 +136,17 @@ class Elsewhere:
         return DropOldestPolicy().decide(other, CompactionBudget(budget.max_tokens, 0))
 
 
+class NotAPlan:
+    """A foreign policy that answers with something other than a plan."""
+
+    name = "not_a_plan"
+    version = "0.0.1"
+
+    def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+        del transcript, budget
+        return {"actions": []}  # type: ignore[return-value]
+
+
 def agent_run() -> Transcript:
     """780 tokens; with two protected turns the untouchable set is s, p, a4 and u9 (30)."""
     return Transcript(
@@ -386,6 +397,11 @@ class TestPolicyChain:
         with pytest.raises(ValidationError) as caught:
             PolicyChain([Elsewhere()]).decide(agent_run(), CompactionBudget(100, 2))
         assert caught.value.details == {"policy": "elsewhere", "version": "0.0.1"}
+
+    def test_a_foreign_answer_that_is_not_a_plan_is_refused_with_the_members_name(self) -> None:
+        with pytest.raises(ValidationError, match=r"not_a_plan@0\.0\.1 returned dict") as caught:
+            PolicyChain([NotAPlan()]).decide(agent_run(), CompactionBudget(100, 2))
+        assert caught.value.details == {"policy": "not_a_plan", "version": "0.0.1"}
 
     def test_budget_unsatisfiable_is_raised_before_any_member_runs(self) -> None:
         spy = Spy()

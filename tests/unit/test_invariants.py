@@ -283,12 +283,37 @@ class TestExchangesTravelTogether:
         )
         only(found, "split", "'a1'")
 
+    def test_only_the_split_exchange_is_named_beside_whole_ones(self) -> None:
+        transcript = Transcript(
+            (
+                TranscriptTurn("a1", Role.ASSISTANT, "call", 10, "c1"),
+                TranscriptTurn("t1", Role.TOOL, "result", 10, "c1"),
+                TranscriptTurn("a2", Role.ASSISTANT, "call", 10, "c2"),
+                TranscriptTurn("t2", Role.TOOL, "result", 10, "c2"),
+                TranscriptTurn("t3", Role.TOOL, "result", 10, "c2"),
+            )
+        )
+        found = violations(
+            actions({"a1": Action.DROP}, transcript),
+            after=40,
+            unmet=True,
+            before=50,
+            transcript=transcript,
+            budget=CompactionBudget(15, 0),
+        )
+        only(found, "split", "'a1'", "'t1'")
+
 
 class TestMasksShrink:
     @pytest.mark.parametrize(("stub_tokens", "after"), [(40, 210), (41, 211)])
     def test_a_mask_that_does_not_shrink_is_refused(self, stub_tokens: int, after: int) -> None:
         chosen = actions({"t1": TurnReplacement("stub", stub_tokens)})
         only(violations(chosen, after=after, unmet=True), "'t1'", "shrink")
+
+    def test_only_the_mask_that_does_not_shrink_is_named(self) -> None:
+        # u1 20 -> 5 shrinks, t1 40 -> 40 does not: 210 - 15 = 195.
+        chosen = actions({"u1": TurnReplacement("stub", 5), "t1": TurnReplacement("stub", 40)})
+        only(violations(chosen, after=195, unmet=True), "'t1'", "shrink")
 
     def test_a_zero_token_turn_cannot_be_masked(self) -> None:
         transcript = Transcript((TranscriptTurn("t", Role.TOOL, "", 0, "c1"),))

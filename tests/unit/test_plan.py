@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
 import math
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -19,6 +21,7 @@ from cutctx import (
     Action,
     CompactionBudget,
     CompactionPlan,
+    ObservationMaskingPolicy,
     Role,
     SummarizationRequest,
     Transcript,
@@ -170,6 +173,70 @@ EXPECTED_JSON = (
     '"policy_version":"1.2.3","summarization_requests":[],'
     '"tokens_after_estimate":14,"tokens_before":40}'
 )
+
+
+# A policy's plan: masking t (100 tokens -> its stub) brings 120 tokens within 60.
+POLICY_TURNS = (
+    TranscriptTurn("u", Role.USER, "question", 10),
+    TranscriptTurn("a", Role.ASSISTANT, "call", 5, "c1"),
+    TranscriptTurn("t", Role.TOOL, "x" * 400, 100, "c1"),
+    TranscriptTurn("r", Role.ASSISTANT, "answer", 5),
+)
+POLICY_BUDGET = CompactionBudget(60, 1)
+
+
+def policy_plan() -> CompactionPlan:
+    """A fresh plan from a policy, its actions not read yet."""
+    return ObservationMaskingPolicy(0).decide(Transcript(POLICY_TURNS), POLICY_BUDGET)
+
+
+class TestActionsOfAPolicysPlan:
+    """A policy's plan holds its actions as columns and makes ``actions`` on first read."""
+
+    def test_actions_are_made_once_as_a_tuple_of_turn_actions(self) -> None:
+        plan = policy_plan()
+        actions = plan.actions
+        assert type(actions) is tuple
+        assert [type(action) for action in actions] == [TurnAction] * 4
+        kinds = [action.action for action in actions]
+        assert kinds == [Action.KEEP, Action.KEEP, Action.MASK, Action.KEEP]
+        assert plan.actions is actions
+
+    def test_equals_hashes_and_prints_like_the_plan_built_from_its_actions(self) -> None:
+        plan = policy_plan()
+        rebuilt = CompactionPlan(
+            plan.actions,
+            plan.summarization_requests,
+            plan.tokens_before,
+            plan.tokens_after_estimate,
+            plan.policy_name,
+            plan.policy_version,
+            plan.estimator_ratio,
+            plan.budget_unmet,
+            transcript=Transcript(POLICY_TURNS),
+            budget=POLICY_BUDGET,
+        )
+        # Each comparison starts from a plan whose actions were not read yet.
+        assert policy_plan() == rebuilt
+        assert hash(policy_plan()) == hash(rebuilt)
+        assert repr(policy_plan()) == repr(rebuilt)
+        assert policy_plan().to_json() == rebuilt.to_json()
+
+    def test_survives_pickle_and_deepcopy_before_and_after_actions_are_read(self) -> None:
+        for read in (False, True):
+            plan = policy_plan()
+            if read:
+                assert len(plan.actions) == 4
+            for twin in (pickle.loads(pickle.dumps(plan)), copy.deepcopy(plan)):  # noqa: S301 - our own bytes
+                assert twin == plan
+                assert twin.plan_hash == plan.plan_hash
+
+    def test_another_missing_attribute_is_an_ordinary_attribute_error(self) -> None:
+        plan = policy_plan()
+        with pytest.raises(AttributeError, match="no attribute 'acts'") as caught:
+            _ = plan.acts  # type: ignore[attr-defined]
+        assert caught.value.name == "acts"
+        assert caught.value.obj is plan
 
 
 class TestCompactionPlanSerialization:

@@ -1,0 +1,121 @@
+"""A plan's actions held as columns: what a plan keeps instead of one object per turn.
+
+A plan is read far more often whole (by the gate, the executor, its JSON form) than turn by turn,
+and an agent loop that compacts on every turn should not pay for — nor make the garbage
+collector traverse — one ``TurnAction`` per turn it keeps. ``ActionTable`` holds the same
+information in columns: the ids, one action code per turn, and the stubs and summary groups
+where there are any. ``CompactionPlan.actions`` builds the ``TurnAction`` tuple from it on first
+read; the table is the plan's substance, and the gate checks it.
+
+Selectors (``kinds.translate(...)``) turn the codes into one flag byte per turn, which
+``itertools.compress`` and ``sum`` consume without a Python loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import compress, repeat
+from typing import TYPE_CHECKING, Final
+
+from cutctx._values import Action, TurnAction, trusted_action, trusted_replacement
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+__all__ = [
+    "ACTIONS",
+    "CODES",
+    "DROP",
+    "FOLD",
+    "KEEP",
+    "MASK",
+    "REMOVED",
+    "STAYS",
+    "SUMMARIZE",
+    "TOUCHED",
+    "ActionTable",
+    "indices",
+    "selector",
+]
+
+KEEP: Final = 0
+MASK: Final = 1
+SUMMARIZE: Final = 2
+DROP: Final = 3
+ACTIONS: Final = (Action.KEEP, Action.MASK, Action.SUMMARIZE, Action.DROP)
+"""The action of each code."""
+CODES: Final = {action: code for code, action in enumerate(ACTIONS)}
+"""The code of each action."""
+
+
+def selector(*codes: int) -> bytes:
+    """Return a ``bytes.translate`` table mapping ``codes`` to 1 and every other byte to 0."""
+    return bytes(1 if byte in codes else 0 for byte in range(256))
+
+
+STAYS: Final = selector(KEEP, MASK)
+"""The turns that stay in the view (kept or masked)."""
+TOUCHED: Final = selector(MASK, SUMMARIZE, DROP)
+"""The turns a plan does anything to."""
+REMOVED: Final = selector(SUMMARIZE, DROP)
+"""The turns a plan takes out of the view."""
+FOLD: Final = bytes(
+    SUMMARIZE if byte == SUMMARIZE else DROP if byte == DROP else KEEP for byte in range(256)
+)
+"""Codes with ``MASK`` folded into ``KEEP``: an exchange agrees when its folded codes do."""
+
+
+def indices(flags: bytes | bytearray) -> Iterator[int]:
+    """Return the indices whose flag byte is set, in order."""
+    return compress(range(len(flags)), flags)
+
+
+@dataclass(frozen=True, slots=True)
+class ActionTable:
+    """One plan's actions, as columns indexed by turn position.
+
+    ``kinds`` holds one code (``KEEP``, ``MASK``, ``SUMMARIZE``, ``DROP``) per turn.
+    ``stub_texts`` and ``stub_tokens`` are empty when nothing is masked, else hold each masked
+    turn's replacement (``None`` and 0 elsewhere); ``groups`` is empty when nothing is
+    summarized, else holds each summarized turn's group id (``None`` elsewhere). Made only by
+    cutctx's own code, which keeps the columns aligned; the gate checks what they say.
+    """
+
+    turn_ids: tuple[str, ...]
+    kinds: bytes
+    stub_texts: tuple[str | None, ...] = ()
+    stub_tokens: tuple[int, ...] = ()
+    groups: tuple[str | None, ...] = ()
+
+    @classmethod
+    def of(cls, actions: Sequence[TurnAction]) -> ActionTable:
+        """Return the table of ``actions`` (each a valid ``TurnAction``)."""
+        kinds = bytes([CODES[action.action] for action in actions])
+        texts: tuple[str | None, ...] = ()
+        tokens: tuple[int, ...] = ()
+        groups: tuple[str | None, ...] = ()
+        if MASK in kinds:
+            replacements = [action.replacement for action in actions]
+            texts = tuple(None if r is None else r.content for r in replacements)
+            tokens = tuple(0 if r is None else r.token_estimate for r in replacements)
+        if SUMMARIZE in kinds:
+            groups = tuple(action.summary_group for action in actions)
+        return cls(tuple(action.turn_id for action in actions), kinds, texts, tokens, groups)
+
+    def actions(self) -> tuple[TurnAction, ...]:
+        """Return the actions as ``TurnAction`` values, one per turn, in order."""
+        # Absent columns stand for None / 0 on every turn.
+        texts = self.stub_texts or repeat(None)
+        tokens = self.stub_tokens or repeat(0)
+        groups = self.groups or repeat(None)
+        return tuple(
+            trusted_action(
+                turn_id,
+                ACTIONS[code],
+                group,
+                None if text is None else trusted_replacement(text, estimate),
+            )
+            for turn_id, code, text, estimate, group in zip(
+                self.turn_ids, self.kinds, texts, tokens, groups, strict=False
+            )
+        )
