@@ -28,7 +28,7 @@ from cutctx._values import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
 __all__ = ["PolicyChain", "default_chain"]
 
@@ -89,6 +89,13 @@ class PolicyChain(BuiltinPolicy):
             if position == 0:
                 # The first member decides over the real transcript: its draft is the state.
                 state.adopt(_member_draft(member, transcript, budget, shape))
+                continue
+            if isinstance(member, BuiltinPolicy) and member._PRICES_ONLY and not state.removes:
+                # A view that only masks keeps every turn in its place: a member that decides
+                # from figures alone gets the real layout re-priced instead of a projection.
+                draft = member._draft(transcript, budget, state.repriced(shape))
+                state.absorb(member, range(len(transcript.turns)), draft)
+                del draft
                 continue
             # A projection (and its layout) lives only while its member decides over it.
             view, origin = state.project()
@@ -184,6 +191,7 @@ class _State:
         "group_of",
         "groups",
         "next_key",
+        "removes",
         "replacements",
         "resolve",
         "tokens",
@@ -202,11 +210,14 @@ class _State:
         self.estimator_name: str | None = None
         # The estimate of the view the decisions so far yield (the last member's figure).
         self.tokens = transcript.token_estimate()
+        # Whether any turn is summarized or dropped yet (until then the view only masks).
+        self.removes = False
 
     def adopt(self, draft: Draft) -> None:
         """Take a draft decided over the real transcript itself as the decisions so far."""
         self.actions = draft.actions
         self.replacements = draft.replacements
+        self.removes = bool(draft.groups) or Action.DROP in draft.actions
         for group in draft.groups:
             key = self.next_key
             self.next_key += 1
@@ -217,7 +228,20 @@ class _State:
         self.estimator_name = draft.estimator_name
         self.tokens = draft.tokens
 
-    def absorb(self, member: CompactionPolicy, origin: array[int], draft: Draft) -> None:
+    def repriced(self, shape: Layout) -> Layout:
+        """Return the layout of the view so far, re-priced from the real one.
+
+        Only while nothing is removed (see ``removes``), so each replacement is a masked stub.
+        """
+        replacements = self.replacements
+        prices = (
+            (index, replacement.token_estimate)
+            for index, replacement in enumerate(replacements)
+            if replacement is not None
+        )
+        return shape.repriced(prices, self.tokens)
+
+    def absorb(self, member: CompactionPolicy, origin: Sequence[int], draft: Draft) -> None:
         """Map a member's draft over the projection back onto the real turns.
 
         ``origin[p]`` is the real index behind projected turn ``p``, or ``~key`` (a negative
@@ -242,9 +266,11 @@ class _State:
                 self.actions[source] = Action.MASK
                 self.replacements[source] = draft.replacements[position]
             else:
+                self.removes = True
                 for index in self._reals(source):
                     self.actions[index] = Action.DROP
         for group in draft.groups:
+            self.removes = True
             members: list[int] = []
             for position in group.members:
                 members.extend(self._reals(origin[position]))

@@ -28,6 +28,7 @@ from cutctx._values import (
     TurnReplacement,
     group_id_for,
     trusted_replacement,
+    trusted_request,
 )
 
 if TYPE_CHECKING:
@@ -98,9 +99,9 @@ class Draft:
     estimator_name: str | None = None
 
 
-def keep_all(transcript: Transcript) -> Draft:
-    """Return the draft that keeps every turn."""
-    return Draft([Action.KEEP] * len(transcript.turns), transcript.token_estimate())
+def keep_all(shape: Layout) -> Draft:
+    """Return the draft that keeps every turn of the view ``shape`` describes."""
+    return Draft([Action.KEEP] * len(shape.turn_ids), shape.total)
 
 
 def estimator_marks(estimator: TokenEstimator) -> tuple[float | None, str | None]:
@@ -135,13 +136,11 @@ def build_plan(
     if draft.groups:
         column: list[str | None] = [None] * len(turns)
         for group in sorted(draft.groups, key=lambda g: g.members[0]):
-            named = tuple(ids[index] for index in group.members)
+            named = tuple(map(ids.__getitem__, group.members))
             group_id = group_id_for(named)
             for index in group.members:
                 column[index] = group_id
-            requests.append(
-                SummarizationRequest(group_id, named, group.target_tokens, group.prompt_id)
-            )
+            requests.append(trusted_request(group_id, named, group.target_tokens, group.prompt_id))
         groups = tuple(column)
     texts: tuple[str | None, ...] = ()
     tokens: tuple[int, ...] = ()
@@ -188,6 +187,10 @@ class BuiltinPolicy(ABC):
 
     _NAME: ClassVar[str]
     _VERSION: ClassVar[str]
+    _PRICES_ONLY: ClassVar[bool] = False
+    """Whether ``_draft`` decides from the layout alone (its units, flags and figures), never
+    reading a turn: a chain may then hand it the real layout re-priced for a view that only
+    masks, instead of a projection."""
 
     @property
     def name(self) -> str:

@@ -31,22 +31,25 @@ class DropOldestPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "drop_oldest"
     _VERSION: ClassVar[str] = "1.0.0"
+    _PRICES_ONLY: ClassVar[bool] = True
 
     def __repr__(self) -> str:
         return "DropOldestPolicy()"
 
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
-        total = transcript.token_estimate()
+        del transcript  # decided from the layout alone (_PRICES_ONLY)
+        total = shape.total
         if total <= budget.max_tokens:
-            return keep_all(transcript)
-        locked, unit_tokens = shape.locked, shape.unit_tokens
+            return keep_all(shape)
+        units = shape.units
+        locked, unit_tokens = units.locked, units.unit_tokens
         dropped: set[int] = set()
         # Units in order of their earliest member: the oldest exchange first.
-        for index, unit in enumerate(shape.unit_of):
+        for index, unit in enumerate(units.unit_of):
             if total <= budget.max_tokens:
                 break
             if unit == index and not locked[unit]:
                 dropped.add(unit)
                 total -= unit_tokens[unit]
         keep, drop = Action.KEEP, Action.DROP
-        return Draft([drop if unit in dropped else keep for unit in shape.unit_of], total)
+        return Draft([drop if unit in dropped else keep for unit in units.unit_of], total)

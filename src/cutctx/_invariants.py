@@ -12,7 +12,7 @@ every violation and reports them together.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from itertools import compress
 from operator import ge
 from typing import TYPE_CHECKING
@@ -21,6 +21,7 @@ from baseaicore import ValidationError
 
 from cutctx._actions import (
     ACTIONS,
+    DROP,
     FOLD,
     KEEP,
     MASK,
@@ -37,13 +38,14 @@ from cutctx._values import (
     Role,
     SummarizationRequest,
     Transcript,
+    TranscriptTurn,
     group_id_for,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import MutableSequence, Sequence
+    from collections.abc import Iterable, MutableSequence, Sequence
 
-__all__ = ["Layout", "check_plan", "layout"]
+__all__ = ["Layout", "Units", "check_plan", "layout"]
 
 _MAX_REPORTED = 20
 _KEPT = selector(KEEP)
@@ -52,27 +54,66 @@ _SUMMARIZED = selector(SUMMARIZE)
 
 
 @dataclass(frozen=True, slots=True)
-class Layout:
-    """The untouchable set and the exchanges of one transcript under one budget.
+class Units:
+    """The exchanges of a view (contract 3), one entry per turn.
 
     A unit is an exchange (the turns sharing a ``tool_call_id``) or a lone turn, named by the
     index of its earliest member: ``unit_of[i]`` is turn ``i``'s unit. Indexed by a unit,
     ``unit_last`` is its last member, ``unit_tokens`` its members' total and ``locked`` whether it
     holds an untouchable turn (which makes the whole unit unremovable); at other indices these
-    hold the turn's own figures and mean nothing. ``tokens`` holds each turn's estimate and
-    ``turn_ids`` the transcript's ids. Flags are bytes and figures machine ints, so a layout
-    costs a few bytes per turn and no objects. Shared between callers: never mutate it.
+    hold the turn's own figures and mean nothing.
     """
 
-    turn_ids: tuple[str, ...]
-    tokens: Sequence[int]
-    untouchable: bytearray
     unit_of: array[int]
     unit_last: array[int]
     unit_tokens: MutableSequence[int]
     locked: bytearray
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The untouchable set and the exchanges of one view under one budget.
+
+    ``untouchable`` flags contract 2's set; ``tokens`` holds each turn's estimate, ``total``
+    their sum and ``turn_ids`` the ids. ``units`` (the exchanges) are derived on first use: a
+    plan that removes nothing never needs them. Flags are bytes and figures machine ints, so a
+    layout costs a few bytes per turn and no objects. Shared between callers: never mutate it.
+    """
+
+    turns: tuple[TranscriptTurn, ...]
+    turn_ids: tuple[str, ...]
+    tokens: Sequence[int]
+    untouchable: bytearray
     untouchable_tokens: int
     untouchable_count: int
+    total: int
+    _units: Units | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def units(self) -> Units:
+        """The exchanges, derived from the turns' call ids once, on first use."""
+        units = self._units
+        if units is None:
+            units = _units_of(self)
+            object.__setattr__(self, "_units", units)
+        return units
+
+    def repriced(self, prices: Iterable[tuple[int, int]], total: int) -> Layout:
+        """Return this layout with the turns in ``prices`` (index, estimate) re-priced.
+
+        The layout of a view that only changes some bodies (masks), which keeps every turn, its
+        role, pin and call id: the same units and untouchable set, other figures.
+        """
+        units = self.units
+        tokens = list(self.tokens)
+        unit_tokens = units.unit_tokens[:]  # an array or a list, copied as such
+        unit_of = units.unit_of
+        for index, estimate in prices:
+            unit_tokens[unit_of[index]] -= tokens[index] - estimate
+            tokens[index] = estimate
+        return replace(
+            self, tokens=tokens, total=total, _units=replace(units, unit_tokens=unit_tokens)
+        )
 
     def require_satisfiable(self, budget: CompactionBudget) -> None:
         """Raise ``BudgetUnsatisfiable`` if the untouchable set alone is over ``budget``."""
@@ -99,15 +140,29 @@ def layout(transcript: Transcript, budget: CompactionBudget) -> Layout:
     if protected:
         untouchable[-protected:] = b"\x01" * protected
     tokens = [turn.token_estimate for turn in turns]
-    unit_of = array("q", range(len(turns)))
-    unit_last = array("q", unit_of)
-    # Machine ints hold any sane total; a transcript beyond 2**63 tokens keeps Python ints.
-    unit_tokens: MutableSequence[int] = (
-        array("q", tokens) if transcript.token_estimate() < 2**63 else tokens.copy()
+    shape = Layout(
+        turns,
+        transcript.turn_ids(),
+        tokens,
+        untouchable,
+        sum(compress(tokens, untouchable)),
+        untouchable.count(1),
+        transcript.token_estimate(),
     )
+    cache[budget.protected_recent_turns] = shape
+    return shape
+
+
+def _units_of(shape: Layout) -> Units:
+    """Return the exchanges of the view ``shape`` describes (one pass over its turns)."""
+    tokens, untouchable = shape.tokens, shape.untouchable
+    unit_of = array("q", range(len(tokens)))
+    unit_last = array("q", unit_of)
+    # Machine ints hold any sane total; a view beyond 2**63 tokens keeps Python ints.
+    unit_tokens: MutableSequence[int] = array("q", tokens) if shape.total < 2**63 else list(tokens)
     locked = bytearray(untouchable)
     first_member: dict[str, int] = {}
-    for index, turn in enumerate(turns):
+    for index, turn in enumerate(shape.turns):
         call = turn.tool_call_id
         if call is None:
             continue
@@ -118,19 +173,7 @@ def layout(transcript: Transcript, budget: CompactionBudget) -> Layout:
             unit_tokens[unit] += tokens[index]
             if untouchable[index]:
                 locked[unit] = True
-    shape = Layout(
-        transcript.turn_ids(),
-        tokens,
-        untouchable,
-        unit_of,
-        unit_last,
-        unit_tokens,
-        locked,
-        sum(compress(tokens, untouchable)),
-        untouchable.count(1),
-    )
-    cache[budget.protected_recent_turns] = shape
-    return shape
+    return Units(unit_of, unit_last, unit_tokens, locked)
 
 
 def check_plan(  # noqa: PLR0917 - one call site, the plan's constructor, passes its fields
@@ -195,23 +238,27 @@ def _check_actions(shape: Layout, table: ActionTable, problems: list[str]) -> in
                         f"({tokens[index]} -> {table.stub_tokens[index]} tokens)"
                     )
     # Contract 3: each member of an exchange agrees with its earliest member, in the action
-    # (KEEP and MASK agree: both stay) and in the summary group.
-    unit_of = shape.unit_of
-    folded = kinds.translate(FOLD)
-    agree = bytes(map(folded.__getitem__, unit_of)) == folded
-    if agree and table.groups:
-        agree = tuple(map(table.groups.__getitem__, unit_of)) == table.groups
-    if not agree:
-        _name_splits(shape, table, folded, problems)
+    # (KEEP and MASK agree: both stay) and in the summary group. A plan that removes nothing
+    # cannot split an exchange.
+    if SUMMARIZE in kinds or DROP in kinds:
+        unit_of = shape.units.unit_of
+        folded = kinds.translate(FOLD)
+        agree = bytes(map(folded.__getitem__, unit_of)) == folded
+        if agree and table.groups:
+            agree = tuple(map(table.groups.__getitem__, unit_of)) == table.groups
+        if not agree:
+            _name_splits(unit_of, table, folded, problems)
     return after
 
 
-def _name_splits(shape: Layout, table: ActionTable, folded: bytes, problems: list[str]) -> None:
+def _name_splits(
+    unit_of: Sequence[int], table: ActionTable, folded: bytes, problems: list[str]
+) -> None:
     """Add one problem for each exchange whose members disagree (the slow path of a refusal)."""
     kinds, ids = table.kinds, table.turn_ids
     groups = table.groups or (None,) * len(kinds)
     split: set[int] = set()
-    for index, unit in enumerate(shape.unit_of):
+    for index, unit in enumerate(unit_of):
         if unit == index or unit in split:
             continue
         if folded[index] != folded[unit] or groups[index] != groups[unit]:
@@ -232,9 +279,10 @@ def _check_requests(
     ids = table.turn_ids
     groups: dict[str, list[int]] = {}
     if table.groups:
-        column = table.groups
-        for index in indices(table.kinds.translate(_SUMMARIZED)):
-            group = column[index]
+        summarized = table.kinds.translate(_SUMMARIZED)
+        for group, index in zip(
+            compress(table.groups, summarized), indices(summarized), strict=True
+        ):
             assert group is not None  # noqa: S101 - a summarized turn names its group
             groups.setdefault(group, []).append(index)
     tokens = 0
@@ -251,7 +299,7 @@ def _check_requests(
         if members is None:
             problems.append(f"request {group!r} names no summarized turn")
             continue
-        named = tuple(ids[index] for index in members)
+        named = tuple(map(ids.__getitem__, members))
         if request.turn_ids != named:
             problems.append(f"request {group!r} lists other turns than its group holds")
         if group != group_id_for(named):

@@ -99,9 +99,9 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         return stub_text(self._placeholder, token_estimate, digest)
 
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
-        total = transcript.token_estimate()
+        total = shape.total
         if total <= budget.max_tokens:
-            return keep_all(transcript)
+            return keep_all(shape)
         turns = transcript.turns
         tool = Role.TOOL
         stop = _floor_start(turns, self._keep_recent_results)

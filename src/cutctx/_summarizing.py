@@ -33,6 +33,7 @@ class SummarizingPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "summarizing"
     _VERSION: ClassVar[str] = "1.0.0"
+    _PRICES_ONLY: ClassVar[bool] = True
 
     def __init__(self, prompt_id: str, target_ratio: float = 0.2, min_span_turns: int = 4) -> None:
         self._prompt_id = check_str("SummarizingPolicy", "prompt_id", prompt_id)
@@ -75,18 +76,17 @@ class SummarizingPolicy(BuiltinPolicy):
         )
 
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
-        if transcript.token_estimate() <= budget.max_tokens:
-            return keep_all(transcript)
+        del transcript  # decided from the layout alone (_PRICES_ONLY)
+        if shape.total <= budget.max_tokens:
+            return keep_all(shape)
         span = oldest_span(shape, self._min_span_turns)
-        draft = keep_all(transcript)
+        draft = keep_all(shape)
         if span is None:
             return draft
         first, last = span
         members = list(range(first, last + 1))
-        for index in members:
-            draft.actions[index] = Action.SUMMARIZE
-        turns = transcript.turns
-        span_tokens = sum(turns[index].token_estimate for index in members)
+        draft.actions[first : last + 1] = [Action.SUMMARIZE] * len(members)
+        span_tokens = sum(shape.tokens[first : last + 1])
         target = max(1, round(span_tokens * self._target_ratio))
         draft.groups.append(Group(members, target, self._prompt_id))
         draft.tokens += target - span_tokens
@@ -99,7 +99,8 @@ def oldest_span(shape: Layout, min_turns: int) -> tuple[int, int] | None:
     Runs of removable turns are split at every turn whose exchange reaches outside the piece it
     sits in, until each piece holds only whole exchanges; the first piece long enough wins.
     """
-    unit_of, unit_last, locked = shape.unit_of, shape.unit_last, shape.locked
+    units = shape.units
+    unit_of, unit_last, locked = units.unit_of, units.unit_last, units.locked
     count = len(unit_of)
     pieces: list[tuple[int, int]] = []
     index = count - 1

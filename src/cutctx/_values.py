@@ -344,6 +344,7 @@ _TURN = _slot_setters(
     "pinned",
     "metadata",
 )
+_REQUEST = _slot_setters(SummarizationRequest, "group_id", "turn_ids", "target_tokens", "prompt_id")
 _TRANSCRIPT = _slot_setters(Transcript, "turns", "_total", "_layouts", "_ids")
 
 
@@ -374,17 +375,27 @@ def trusted_turn(
 ) -> TranscriptTurn:
     """Return a copy of the valid turn ``like`` with a new body, estimate and read-only metadata."""
     made: TranscriptTurn = _new(TranscriptTurn)
-    values = (
-        like.turn_id,
-        like.role,
-        content,
-        token_estimate,
-        like.tool_call_id,
-        like.pinned,
-        metadata,
-    )
-    for setter, value in zip(_TURN, values, strict=True):
-        setter(made, value)
+    set_id, set_role, set_content, set_estimate, set_call, set_pinned, set_metadata = _TURN
+    set_id(made, like.turn_id)
+    set_role(made, like.role)
+    set_content(made, content)
+    set_estimate(made, token_estimate)
+    set_call(made, like.tool_call_id)
+    set_pinned(made, like.pinned)
+    set_metadata(made, metadata)
+    return made
+
+
+def trusted_request(
+    group_id: str, turn_ids: tuple[str, ...], target_tokens: int, prompt_id: str
+) -> SummarizationRequest:
+    """Return ``SummarizationRequest(...)`` for the ids of validated turns and a valid target."""
+    made: SummarizationRequest = _new(SummarizationRequest)
+    set_group, set_ids, set_target, set_prompt = _REQUEST
+    set_group(made, group_id)
+    set_ids(made, turn_ids)
+    set_target(made, target_tokens)
+    set_prompt(made, prompt_id)
     return made
 
 

@@ -24,6 +24,8 @@ from cutctx import (
     BudgetUnsatisfiable,
     CompactionBudget,
     CompactionPlan,
+    DropOldestPolicy,
+    ObservationMaskingPolicy,
     Role,
     SummarizationRequest,
     Transcript,
@@ -468,11 +470,31 @@ class TestLayout:
         shape = layout(BASE, BUDGET)
         assert list(shape.untouchable) == [1, 0, 0, 0, 0, 1]
         # Units are named by their earliest member: a1 and t1 form the unit 2.
-        assert list(shape.unit_of) == [0, 1, 2, 2, 4, 5]
-        assert shape.unit_last[2] == 3
-        assert shape.unit_tokens[2] == 30 + 40
-        assert [shape.locked[unit] for unit in (0, 1, 2, 4, 5)] == [1, 0, 0, 0, 1]
+        units = shape.units
+        assert list(units.unit_of) == [0, 1, 2, 2, 4, 5]
+        assert units.unit_last[2] == 3
+        assert units.unit_tokens[2] == 30 + 40
+        assert [units.locked[unit] for unit in (0, 1, 2, 4, 5)] == [1, 0, 0, 0, 1]
         assert (shape.untouchable_tokens, shape.untouchable_count) == (70, 2)
+        assert (list(shape.tokens), shape.total) == ([10, 20, 30, 40, 50, 60], 210)
+
+    def test_exchanges_are_derived_once_and_only_when_a_plan_removes_something(self) -> None:
+        transcript = Transcript(BASE.turns)
+        ObservationMaskingPolicy(0).decide(transcript, CompactionBudget(190, 1))
+        shape = layout(transcript, CompactionBudget(190, 1))
+        assert shape._units is None  # masking alone never needs the exchanges
+        DropOldestPolicy().decide(transcript, CompactionBudget(190, 1))
+        assert shape._units is not None
+        assert shape.units is shape.units
+
+    def test_a_repriced_layout_keeps_the_units_with_new_figures(self) -> None:
+        shape = layout(BASE, BUDGET)
+        cheaper = shape.repriced([(3, 4)], 174)  # t1: 40 -> 4 tokens
+        assert (list(cheaper.tokens), cheaper.total) == ([10, 20, 30, 4, 50, 60], 174)
+        assert cheaper.units.unit_tokens[2] == 30 + 4
+        assert cheaper.units.unit_of is shape.units.unit_of
+        assert cheaper.untouchable is shape.untouchable
+        assert shape.units.unit_tokens[2] == 30 + 40  # the original is untouched
 
     def test_is_computed_once_per_transcript_and_protected_count(self) -> None:
         assert layout(BASE, BUDGET) is layout(BASE, CompactionBudget(5, 1))
@@ -481,7 +503,7 @@ class TestLayout:
     def test_an_untouchable_member_locks_an_exchange_that_began_earlier(self) -> None:
         # Protecting 3 turns covers t1, u2 and a2: t1 locks the exchange opened by a1.
         shape = layout(BASE, CompactionBudget(100, 3))
-        assert [shape.locked[unit] for unit in (0, 1, 2, 4, 5)] == [1, 0, 1, 1, 1]
+        assert [shape.units.locked[unit] for unit in (0, 1, 2, 4, 5)] == [1, 0, 1, 1, 1]
         assert shape.untouchable_tokens == 10 + 40 + 50 + 60
 
     def test_token_totals_beyond_machine_ints_are_still_summed_exactly(self) -> None:
@@ -493,7 +515,7 @@ class TestLayout:
             )
         )
         shape = layout(transcript, CompactionBudget(0, 0))
-        assert shape.unit_tokens[0] == 2 * huge
+        assert shape.units.unit_tokens[0] == 2 * huge
 
     def test_protecting_more_turns_than_exist_protects_all(self) -> None:
         shape = layout(BASE, CompactionBudget(500, 9))
