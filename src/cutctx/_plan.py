@@ -23,6 +23,9 @@ from cutctx._values import (
     check_str,
 )
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 __all__ = ["CompactionPlan", "canonical_json", "plan_from_table", "table_of"]
 
 # An enum's ``.value`` is a descriptor call; a plan serializes one action per turn.
@@ -129,8 +132,7 @@ class CompactionPlan:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the plan as plain JSON data (``estimator_name`` only when one was recorded)."""
-        table = self._table
-        data: dict[str, Any] = {
+        return {
             "actions": [
                 {
                     "action": _WIRE[code],
@@ -140,16 +142,24 @@ class CompactionPlan:
                     "summary_group": group,
                     "turn_id": turn_id,
                 }
-                # Absent columns stand for None / 0 on every turn.
-                for turn_id, code, text, estimate, group in zip(
-                    table.turn_ids,
-                    table.kinds,
-                    table.stub_texts or repeat(None),
-                    table.stub_tokens or repeat(0),
-                    table.groups or repeat(None),
-                    strict=False,
-                )
+                for turn_id, code, text, estimate, group in _rows(self._table)
             ],
+            **self._figures(),
+        }
+
+    def to_json(self) -> str:
+        """Return the canonical JSON form: sorted keys, no whitespace, hashed as UTF-8.
+
+        It is ``canonical_json(self.to_dict())``, written without building the dicts: the
+        actions (one object per turn, keys already in sorted order) are formatted directly, and
+        ``"actions"`` sorts before every other key.
+        """
+        rest = canonical_json(self._figures())
+        return '{"actions":[' + ",".join(_action_json(self._table)) + "]," + rest[1:]
+
+    def _figures(self) -> dict[str, Any]:
+        """Every field of ``to_dict()`` but the actions."""
+        data: dict[str, Any] = {
             "summarization_requests": [
                 {
                     "group_id": request.group_id,
@@ -169,10 +179,6 @@ class CompactionPlan:
         if self.estimator_name is not None:
             data["estimator_name"] = self.estimator_name
         return data
-
-    def to_json(self) -> str:
-        """Return the canonical JSON form: sorted keys, no whitespace, hashed as UTF-8."""
-        return canonical_json(self.to_dict())
 
     @property
     def plan_hash(self) -> str:
@@ -225,6 +231,31 @@ def plan_from_table(  # noqa: PLR0917 - the plan's fields, in its constructor's 
 def table_of(plan: CompactionPlan) -> ActionTable:
     """Return the columns ``plan``'s actions are held in (for the executor and the chain)."""
     return plan._table
+
+
+def _rows(table: ActionTable) -> Iterator[tuple[str, int, str | None, int, str | None]]:
+    """Return (turn id, code, stub text, stub tokens, group) per turn, absent columns as None/0."""
+    return zip(
+        table.turn_ids,
+        table.kinds,
+        table.stub_texts or repeat(None),
+        table.stub_tokens or repeat(0),
+        table.groups or repeat(None),
+        strict=False,
+    )
+
+
+def _action_json(table: ActionTable) -> Iterator[str]:
+    """Return each action's canonical JSON object, as ``canonical_json`` writes it."""
+    # The strings are escaped by the very function json.dumps(ensure_ascii=False) uses.
+    string = json.encoder.encode_basestring
+    heads = tuple(f'{{"action":"{wire}","replacement":' for wire in _WIRE)
+    for turn_id, code, text, estimate, group in _rows(table):
+        replacement = (
+            "null" if text is None else f'{{"content":{string(text)},"token_estimate":{estimate}}}'
+        )
+        summary = "null" if group is None else string(group)
+        yield f'{heads[code]}{replacement},"summary_group":{summary},"turn_id":{string(turn_id)}}}'
 
 
 def _wrong(name: str, expected: str, value: object) -> ValidationError:

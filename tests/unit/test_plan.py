@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from baseaicore import ValidationError
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cutctx import (
     Action,
@@ -29,6 +31,7 @@ from cutctx import (
     TurnAction,
     TurnReplacement,
 )
+from cutctx._plan import canonical_json
 
 # Two turns: u (USER, 10 tokens) and t (TOOL, 30 tokens); 40 in all. Budget 20, nothing protected.
 TRANSCRIPT = Transcript(
@@ -352,3 +355,52 @@ class TestCompactionPlanSerialization:
         exec(script.replace("print(plan.plan_hash)", ""), namespace)  # noqa: S102 - our own script
         assert hashes == {namespace["plan"].plan_hash}
         assert len(next(iter(hashes))) == 64
+
+
+@st.composite
+def awkward_plans(draw: st.DrawFn) -> CompactionPlan:
+    """Hand-built plans over TOOL turns whose ids, stubs, prompt ids, policy names and estimator
+    names are arbitrary text (quotes, backslashes, control characters, non-ASCII)."""
+    ids = draw(st.lists(st.text(min_size=1), min_size=1, max_size=8, unique=True))
+    turns = tuple(TranscriptTurn(i, Role.TOOL, "body", 50, f"call-{n}") for n, i in enumerate(ids))
+    kinds = draw(st.lists(st.sampled_from(list(Action)), min_size=len(ids), max_size=len(ids)))
+    stubs = draw(st.lists(st.text(), min_size=len(ids), max_size=len(ids)))
+    summarized = tuple(i for i, kind in zip(ids, kinds, strict=True) if kind is Action.SUMMARIZE)
+    group_id = "span-" + hashlib.sha256("\0".join(summarized).encode()).hexdigest()[:16]
+    actions = []
+    after = 0
+    for turn_id, kind, stub in zip(ids, kinds, stubs, strict=True):
+        if kind is Action.MASK:
+            actions.append(TurnAction(turn_id, kind, None, TurnReplacement(stub, 7)))
+            after += 7
+        elif kind is Action.SUMMARIZE:
+            actions.append(TurnAction(turn_id, kind, group_id))
+        else:
+            actions.append(TurnAction(turn_id, kind))
+            after += 50 if kind is Action.KEEP else 0
+    requests: tuple[SummarizationRequest, ...] = ()
+    if summarized:
+        requests = (SummarizationRequest(group_id, summarized, 3, draw(st.text(min_size=1))),)
+        after += 3
+    return CompactionPlan(
+        tuple(actions),
+        requests,
+        50 * len(ids),
+        after,
+        draw(st.text(min_size=1)),
+        draw(st.text(min_size=1)),
+        draw(st.none() | st.floats(0.001, 100.0)),
+        after > 10_000,
+        transcript=Transcript(turns),
+        budget=CompactionBudget(10_000, 0),
+        estimator_name=draw(st.none() | st.text(min_size=1)),
+    )
+
+
+@given(plan=awkward_plans())
+def test_to_json_is_the_canonical_json_of_to_dict_for_any_text(plan: CompactionPlan) -> None:
+    """Catches a ``to_json`` (which formats the actions itself, for speed) that differs by a
+    byte from ``canonical_json(plan.to_dict())`` on any turn id, stub, prompt id or name — an
+    escaping, key-order or number-format slip would change every plan hash."""
+    assert plan.to_json() == canonical_json(plan.to_dict())
+    assert json.loads(plan.to_json()) == plan.to_dict()
