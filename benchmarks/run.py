@@ -6,9 +6,11 @@ tool results of mixed sizes (200 B to 64 kB), some multi-call exchanges and some
 200, 2 000, 20 000 and 200 000 turns, and measures the median of ``--repeat`` timed runs of:
 
 * ``default_chain`` planning under three budgets (see ``BUDGETS``: ``deep``, where masking alone
-  cannot fit and the chain goes on to summarize; ``most`` and ``half``, where masking fits);
+  cannot fit and the chain goes on to summarize; ``most`` and ``half``, where masking fits), and
+  once more reading ``plan.actions`` (made on first read) after planning;
 * each policy alone under the deep budget;
-* ``apply`` of the deep chain plan (its ``plan_hash`` included: each run applies a fresh plan);
+* ``apply`` of each budget's chain plan (its ``plan_hash`` included: each run applies a fresh
+  plan);
 * the *floor* of each plan: SHA-256 of exactly the bodies that plan masks (UTF-8 encoded, as the
   stub's digest is), plus one trivial Python pass over the turns.
 
@@ -284,6 +286,15 @@ def planning_collector_paused(
     return run
 
 
+def planning_and_reading(
+    policy: CompactionPolicy, transcript: Transcript, budget: CompactionBudget
+) -> Callable[[], object]:
+    """Return one planning run that also reads ``plan.actions`` (made on first read), as a
+    caller that inspects every action does; an agent loop that only applies never pays it."""
+    fresh = Transcript(transcript.turns)
+    return lambda: policy.decide(fresh, budget).actions
+
+
 def applying(
     policy: CompactionPolicy, transcript: Transcript, budget: CompactionBudget
 ) -> Callable[[], object]:
@@ -366,9 +377,13 @@ def measure_size(
     sample = timed(partial(planning_collector_paused, chain, transcript, budgets["most"]), repeat)
     rows.append(Row(size, "default_chain plan (most), collector paused", sample))
     log(f"  default_chain plan (most), collector paused: {sample.median * 1e3:.2f} ms")
-    sample = timed(partial(applying, chain, transcript, deep), repeat)
-    rows.append(Row(size, "apply (deep chain plan)", sample))
-    log(f"  apply: {sample.median * 1e3:.2f} ms")
+    sample = timed(partial(planning_and_reading, chain, transcript, budgets["most"]), repeat)
+    rows.append(Row(size, "default_chain plan (most), then plan.actions read", sample))
+    log(f"  default_chain plan (most), then plan.actions read: {sample.median * 1e3:.2f} ms")
+    for name, budget in budgets.items():
+        sample = timed(partial(applying, chain, transcript, budget), repeat)
+        rows.append(Row(size, f"apply ({name} chain plan)", sample))
+        log(f"  apply ({name} chain plan): {sample.median * 1e3:.2f} ms")
     info["peak_planning_bytes"] = {}
     info["held_after_planning_bytes"] = {}
     for name, budget in budgets.items():
@@ -401,10 +416,11 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def targets(rows: list[Row], infos: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
-    """Check SPEC §6 on the sizes measured: (target, measured, met)."""
+def targets(rows: list[Row], infos: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
+    """Check SPEC §6 on the sizes measured: (target, measured, met), met ``None`` where the
+    target does not apply (a plan that masks nothing has no hashing floor to compare with)."""
     by = {(row.size, row.measure): row for row in rows}
-    checks: list[tuple[str, str, bool]] = []
+    checks: list[tuple[str, str, bool | None]] = []
     chain_rows = tuple(f"default_chain plan ({name})" for name in BUDGETS)
     for name in chain_rows:
         row = by.get((200, name))
@@ -414,22 +430,20 @@ def targets(rows: list[Row], infos: list[dict[str, Any]]) -> list[tuple[str, str
         for size in (20_000, 200_000):
             row = by.get((size, name))
             if row is not None and row.ratio is not None:
-                checks.append(
-                    (
-                        f"{name}, {size:,} turns <= 2.5 x floor",
-                        f"{row.ratio:.2f} x",
-                        row.ratio <= 2.5,
-                    )
-                )
-    row = by.get((20_000, "apply (deep chain plan)"))
-    if row is not None:
-        ms = row.time.median * 1e3
-        checks.append(("apply, 20,000 turns <= 30 ms", f"{ms:.2f} ms", ms <= 30.0))
-    for name in (
-        *chain_rows,
-        "default_chain plan (most), collector paused",
-        "apply (deep chain plan)",
-    ):
+                target = f"{name}, {size:,} turns <= 2.5 x floor"
+                if not row.notes["actions"][Action.MASK.value]:
+                    # Nothing masked: the floor is a bare loop, and no ratio to it means much.
+                    per_turn = row.time.median / size * 1e6
+                    checks.append((target, f"n/a: masks nothing ({per_turn:.2f} µs/turn)", None))
+                    continue
+                checks.append((target, f"{row.ratio:.2f} x", row.ratio <= 2.5))
+    apply_rows = tuple(f"apply ({name} chain plan)" for name in BUDGETS)
+    for name in apply_rows:
+        row = by.get((20_000, name))
+        if row is not None:
+            ms = row.time.median * 1e3
+            checks.append((f"{name}, 20,000 turns <= 30 ms", f"{ms:.2f} ms", ms <= 30.0))
+    for name in (*chain_rows, *apply_rows):
         small, large = by.get((20_000, name)), by.get((200_000, name))
         if small is not None and large is not None:
             growth = large.time.median / small.time.median
@@ -512,7 +526,8 @@ def main(argv: list[str] | None = None) -> int:
         print("| SPEC §6 target | measured | met |")
         print("|---|---:|---|")
         for target, measured, met in checks:
-            print(f"| {target} | {measured} | {'yes' if met else 'NO'} |")
+            verdict = "n/a" if met is None else "yes" if met else "NO"
+            print(f"| {target} | {measured} | {verdict} |")
     if args.json is not None:
         document = {
             "environment": environment(),
@@ -535,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
             "targets": [{"target": t, "measured": m, "met": ok} for t, m, ok in checks],
         }
         args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    if args.check and not all(met for _, _, met in checks):
+    if args.check and any(met is False for _, _, met in checks):
         return 1
     return 0
 

@@ -40,6 +40,7 @@ __all__ = [
     "Group",
     "Stub",
     "build_plan",
+    "content_digest",
     "estimator_marks",
     "stub_text",
 ]
@@ -54,6 +55,15 @@ class Group:
     members: list[int]
     target_tokens: int
     prompt_id: str
+
+
+def content_digest(content: str) -> str:
+    """Return the SHA-256 hex digest of ``content`` as UTF-8 (what a stub carries).
+
+    hashlib needs bytes, so the body is encoded once, whole: one transient copy of one body
+    (slicing it would bound that copy but cost a second pass over the bytes).
+    """
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 def stub_text(placeholder: str, token_estimate: int, digest: str) -> str:
@@ -74,8 +84,7 @@ class Stub(NamedTuple):
 
     def text(self, turn: TranscriptTurn) -> str:
         """Return the stub text for ``turn``, the SHA-256 of its UTF-8 content included."""
-        digest = hashlib.sha256(turn.content.encode("utf-8")).hexdigest()
-        return stub_text(self.placeholder, turn.token_estimate, digest)
+        return stub_text(self.placeholder, turn.token_estimate, content_digest(turn.content))
 
     def resolve(self, turn: TranscriptTurn) -> TurnReplacement:
         """Return the replacement for ``turn`` (see ``text``)."""

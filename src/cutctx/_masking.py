@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from baseaicore import ValidationError
 
-from cutctx._draft import BuiltinPolicy, Draft, Stub, estimator_marks, keep_all, stub_text
+from cutctx._draft import (
+    BuiltinPolicy,
+    Draft,
+    Stub,
+    content_digest,
+    estimator_marks,
+    keep_all,
+    stub_text,
+)
 from cutctx._estimators import CharRatioEstimator
 from cutctx._values import (
     DEFAULT_PLACEHOLDER,
@@ -95,8 +102,7 @@ class ObservationMaskingPolicy(BuiltinPolicy):
 
     def stub(self, content: str, token_estimate: int) -> str:
         """Return the stub that would replace a body of ``content`` priced at ``token_estimate``."""
-        digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
-        return stub_text(self._placeholder, token_estimate, digest)
+        return stub_text(self._placeholder, token_estimate, content_digest(content))
 
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
         total = shape.total
