@@ -99,7 +99,11 @@ def main() -> int:
     claim("the view fits the budget", lambda: view.token_estimate() <= budget.max_tokens)
     claim(
         "the view's estimate is the plan's",
-        lambda: view.token_estimate() == plan.tokens_after_estimate,
+        lambda: (
+            sum(turn.token_estimate for turn in view.turns)
+            == view.token_estimate()
+            == plan.tokens_after_estimate
+        ),
     )
     claim(
         "the input is untouched",

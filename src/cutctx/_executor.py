@@ -164,8 +164,10 @@ def _build(
         summary_turn_ids=tuple(summary_ids),
         estimator_name=plan.estimator_name,
     )
-    # Ids stay unique: the gate refuses a summary id that a kept or masked turn holds.
-    return CompactedTranscript(trusted_transcript(tuple(view)), report)
+    # Ids stay unique: the gate refuses a summary id that a kept or masked turn holds; the
+    # view's estimate is the plan's (the gate summed exactly these turns and summaries).
+    view_transcript = trusted_transcript(tuple(view), plan.tokens_after_estimate)
+    return CompactedTranscript(view_transcript, report)
 
 
 def _check_belongs(transcript: Transcript, plan: CompactionPlan) -> None:

@@ -30,6 +30,11 @@ __all__ = ["CompactionPlan", "canonical_json", "plan_from_table", "table_of"]
 
 # An enum's ``.value`` is a descriptor call; a plan serializes one action per turn.
 _WIRE = tuple(action.value for action in ACTIONS)
+_ESCAPE = json.encoder.encode_basestring
+"""The string encoder ``json.dumps(ensure_ascii=False)`` itself uses."""
+_HEADS = tuple(f'{{"action":"{wire}","replacement":' for wire in _WIRE)
+_PIECE = 1024
+"""Actions per piece of the canonical JSON that ``plan_hash`` digests."""
 
 
 def canonical_json(value: object) -> str:
@@ -154,8 +159,19 @@ class CompactionPlan:
         actions (one object per turn, keys already in sorted order) are formatted directly, and
         ``"actions"`` sorts before every other key.
         """
-        rest = canonical_json(self._figures())
-        return '{"actions":[' + ",".join(_action_json(self._table)) + "]," + rest[1:]
+        return "".join(self._json_pieces())
+
+    def _json_pieces(self) -> Iterator[str]:
+        """Yield ``to_json()`` in pieces of at most ``_PIECE`` actions.
+
+        ``plan_hash`` digests them one at a time, so the whole text is never held.
+        """
+        table = self._table
+        yield '{"actions":['
+        for start in range(0, len(table.kinds), _PIECE):
+            joined = ",".join(_actions_json(table, start, start + _PIECE))
+            yield joined if start == 0 else "," + joined
+        yield "]," + canonical_json(self._figures())[1:]
 
     def _figures(self) -> dict[str, Any]:
         """Every field of ``to_dict()`` but the actions."""
@@ -184,7 +200,10 @@ class CompactionPlan:
     def plan_hash(self) -> str:
         """The SHA-256 hex digest of ``to_json()`` as UTF-8, identical on every platform."""
         if self._hash is None:
-            digest = hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
+            hasher = hashlib.sha256()
+            for piece in self._json_pieces():
+                hasher.update(piece.encode("utf-8"))
+            digest = hasher.hexdigest()
             object.__setattr__(self, "_hash", digest)
             return digest
         return self._hash
@@ -233,29 +252,46 @@ def table_of(plan: CompactionPlan) -> ActionTable:
     return plan._table
 
 
-def _rows(table: ActionTable) -> Iterator[tuple[str, int, str | None, int, str | None]]:
-    """Return (turn id, code, stub text, stub tokens, group) per turn, absent columns as None/0."""
+def _rows(
+    table: ActionTable, start: int = 0, stop: int | None = None
+) -> Iterator[tuple[str, int, str | None, int, str | None]]:
+    """Return (turn id, code, stub text, stub tokens, group) per turn, ``start`` to ``stop``.
+
+    All turns by default; absent columns read as None / 0.
+    """
+    span = slice(start, stop)
     return zip(
-        table.turn_ids,
-        table.kinds,
-        table.stub_texts or repeat(None),
-        table.stub_tokens or repeat(0),
-        table.groups or repeat(None),
+        table.turn_ids[span],
+        table.kinds[span],
+        table.stub_texts[span] or repeat(None),
+        table.stub_tokens[span] or repeat(0),
+        table.groups[span] or repeat(None),
         strict=False,
     )
 
 
-def _action_json(table: ActionTable) -> Iterator[str]:
-    """Return each action's canonical JSON object, as ``canonical_json`` writes it."""
-    # The strings are escaped by the very function json.dumps(ensure_ascii=False) uses.
-    string = json.encoder.encode_basestring
-    heads = tuple(f'{{"action":"{wire}","replacement":' for wire in _WIRE)
-    for turn_id, code, text, estimate, group in _rows(table):
-        replacement = (
-            "null" if text is None else f'{{"content":{string(text)},"token_estimate":{estimate}}}'
-        )
-        summary = "null" if group is None else string(group)
-        yield f'{heads[code]}{replacement},"summary_group":{summary},"turn_id":{string(turn_id)}}}'
+def _actions_json(table: ActionTable, start: int, stop: int) -> list[str]:
+    """Return each action's canonical JSON object (as ``canonical_json`` writes it).
+
+    Only the actions from ``start`` to ``stop``.
+    """
+    string = _ESCAPE
+    return [
+        f"{_HEADS[code]}"
+        f"{'null' if text is None else _replacement_json(text, estimate)}"
+        f',"summary_group":{"null" if group is None else string(group)}'
+        f',"turn_id":{string(turn_id)}}}'
+        for turn_id, code, text, estimate, group in _rows(table, start, stop)
+    ]
+
+
+def _replacement_json(content: str, estimate: int) -> str:
+    """Return a replacement's canonical JSON object."""
+    # JSON escapes only quotes, backslashes and control characters (which are never
+    # printable); a stub rarely holds any, and is then written as it is.
+    if content.isprintable() and '"' not in content and "\\" not in content:
+        return f'{{"content":"{content}","token_estimate":{estimate}}}'
+    return f'{{"content":{_ESCAPE(content)},"token_estimate":{estimate}}}'
 
 
 def _wrong(name: str, expected: str, value: object) -> ValidationError:

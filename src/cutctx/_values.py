@@ -399,12 +399,15 @@ def trusted_request(
     return made
 
 
-def trusted_transcript(turns: tuple[TranscriptTurn, ...]) -> Transcript:
-    """Return ``Transcript(turns)`` for valid turns whose ids are known to be unique."""
+def trusted_transcript(turns: tuple[TranscriptTurn, ...], total: int | None = None) -> Transcript:
+    """Return ``Transcript(turns)`` for valid turns whose ids are known to be unique.
+
+    ``total``, when given, is the sum of their estimates, known already.
+    """
     made: Transcript = _new(Transcript)
     set_turns, set_total, set_layouts, set_ids = _TRANSCRIPT
     set_turns(made, turns)
-    set_total(made, sum(turn.token_estimate for turn in turns))
+    set_total(made, sum([turn.token_estimate for turn in turns]) if total is None else total)
     set_layouts(made, {})
     set_ids(made, None)
     return made

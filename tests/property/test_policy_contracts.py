@@ -178,6 +178,7 @@ def test_every_policy_keeps_the_contracts_or_refuses_only_an_unsatisfiable_budge
             for request in plan.summarization_requests
         }
         view = CompactionExecutor().apply(transcript, plan, summaries).transcript
+        assert sum(turn.token_estimate for turn in view.turns) == plan.tokens_after_estimate
         assert view.token_estimate() == plan.tokens_after_estimate
         assert transcript == before
         again = make().decide(Transcript(tuple(transcript.turns)), budget)

@@ -164,6 +164,7 @@ class TestCompactionExecutorSummaries:
             "cutctx.replaced_turn_count": "3",
         }
         assert view.token_estimate() == SUMMARY_PLAN.tokens_after_estimate == 77
+        assert sum(turn.token_estimate for turn in view.turns) == 77
 
     def test_a_scattered_group_is_placed_once_at_its_earliest_turn(self) -> None:
         group = digest("u1", "u2")
@@ -188,6 +189,7 @@ class TestCompactionExecutorSummaries:
         )
         assert (view.turns[1].content, view.turns[4].content) == ("one", "two")
         assert view.token_estimate() == 145
+        assert sum(turn.token_estimate for turn in view.turns) == 145
 
     def test_a_missing_summary_raises_naming_the_group(self) -> None:
         with pytest.raises(SummaryMissing) as caught:

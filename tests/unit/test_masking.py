@@ -238,6 +238,7 @@ class TestObservationMaskingPolicy:
         assert dict(masked.metadata) == {"cutctx.kind": "masked"}
         assert masked.token_estimate == 32
         assert view.token_estimate() == plan.tokens_after_estimate == 52
+        assert sum(turn.token_estimate for turn in view.turns) == 52
 
     def test_untouchable_tool_turns_are_never_masked(self) -> None:
         transcript = Transcript(

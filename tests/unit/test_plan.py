@@ -404,3 +404,18 @@ def test_to_json_is_the_canonical_json_of_to_dict_for_any_text(plan: CompactionP
     escaping, key-order or number-format slip would change every plan hash."""
     assert plan.to_json() == canonical_json(plan.to_dict())
     assert json.loads(plan.to_json()) == plan.to_dict()
+
+
+def test_a_plan_longer_than_one_piece_hashes_its_whole_canonical_json() -> None:
+    """``plan_hash`` digests the canonical JSON a bounded number of actions at a time; across
+    piece boundaries it must still be the SHA-256 of ``canonical_json(to_dict())``."""
+    turns = [TranscriptTurn("u", Role.USER, "task", 5, pinned=True)]
+    for n in range(1_300):  # 2 601 turns: three pieces of actions
+        turns.append(TranscriptTurn(f"a{n}", Role.ASSISTANT, "call", 3, f"c{n}"))
+        turns.append(TranscriptTurn(f"t{n}", Role.TOOL, "x" * 400, 100, f"c{n}"))
+    plan = ObservationMaskingPolicy().decide(Transcript(tuple(turns)), CompactionBudget(60_000, 2))
+    assert len(plan.actions) > 2 * 1024
+    assert {action.action for action in plan.actions} == {Action.KEEP, Action.MASK}
+    expected = canonical_json(plan.to_dict())
+    assert plan.to_json() == expected
+    assert plan.plan_hash == hashlib.sha256(expected.encode("utf-8")).hexdigest()
