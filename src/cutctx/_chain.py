@@ -94,7 +94,7 @@ class PolicyChain(BuiltinPolicy):
                 # A view that only masks keeps every turn in its place: a member that decides
                 # from figures alone gets the real layout re-priced instead of a projection.
                 draft = member._draft(transcript, budget, state.repriced(shape))
-                state.absorb(member, range(len(transcript.turns)), draft)
+                state.absorb(member, None, draft)
                 del draft
                 continue
             # A projection (and its layout) lives only while its member decides over it.
@@ -203,7 +203,8 @@ class _State:
         self.resolve = resolve
         self.actions = [Action.KEEP] * len(transcript.turns)
         self.replacements: list[TurnReplacement | Stub | None] = []
-        self.group_of: dict[int, int] = {}
+        # Each summarized turn's group key (-1 elsewhere), made with the first group.
+        self.group_of = array("q")
         self.groups: dict[int, Group] = {}
         self.next_key = 0
         self.estimator_ratio: float | None = None
@@ -219,11 +220,7 @@ class _State:
         self.replacements = draft.replacements
         self.removes = bool(draft.groups) or Action.DROP in draft.actions
         for group in draft.groups:
-            key = self.next_key
-            self.next_key += 1
-            self.groups[key] = group
-            for index in group.members:
-                self.group_of[index] = key
+            self._add(group)
         self.estimator_ratio = draft.estimator_ratio
         self.estimator_name = draft.estimator_name
         self.tokens = draft.tokens
@@ -241,11 +238,12 @@ class _State:
         )
         return shape.repriced(prices, self.tokens)
 
-    def absorb(self, member: CompactionPolicy, origin: Sequence[int], draft: Draft) -> None:
+    def absorb(self, member: CompactionPolicy, origin: Sequence[int] | None, draft: Draft) -> None:
         """Map a member's draft over the projection back onto the real turns.
 
         ``origin[p]`` is the real index behind projected turn ``p``, or ``~key`` (a negative
-        number) for the stand-in of group ``key``.
+        number) for the stand-in of group ``key``; ``None`` when the member decided over the
+        real turns themselves (a re-priced layout: then there are no stand-ins).
         """
         if self.estimator_ratio is None and self.estimator_name is None:
             self.estimator_ratio = draft.estimator_ratio
@@ -254,7 +252,7 @@ class _State:
         for position, kind in enumerate(draft.actions):
             if kind is Action.KEEP or kind is Action.SUMMARIZE:
                 continue
-            source = origin[position]
+            source = position if origin is None else origin[position]
             if kind is Action.MASK:
                 if source < 0:
                     raise ValidationError(
@@ -271,24 +269,34 @@ class _State:
                     self.actions[index] = Action.DROP
         for group in draft.groups:
             self.removes = True
+            if origin is None:
+                self._add(group)
+                continue
             members: list[int] = []
             for position in group.members:
                 members.extend(self._reals(origin[position]))
             members.sort()
-            key = self.next_key
-            self.next_key += 1
-            for index in members:
-                self.actions[index] = Action.SUMMARIZE
-                self.group_of[index] = key
-            self.groups[key] = Group(members, group.target_tokens, group.prompt_id)
+            self._add(Group(members, group.target_tokens, group.prompt_id))
 
-    def _reals(self, source: int) -> list[int]:
+    def _add(self, group: Group) -> None:
+        """Record ``group`` (over real indices) under a new key; its turns are summarized."""
+        key = self.next_key
+        self.next_key += 1
+        self.groups[key] = group
+        if not self.group_of:
+            self.group_of = array("q", [-1]) * len(self.actions)
+        actions, group_of, summarize = self.actions, self.group_of, Action.SUMMARIZE
+        for index in group.members:
+            actions[index] = summarize
+            group_of[index] = key
+
+    def _reals(self, source: int) -> Sequence[int]:
         """Return the real indices behind one projected turn, retiring a stand-in's group."""
         if source >= 0:
             return [source]
         group = self.groups.pop(~source)
         for index in group.members:
-            del self.group_of[index]
+            self.group_of[index] = -1
         return group.members
 
     def project(self) -> tuple[Transcript, array[int]]:

@@ -32,6 +32,8 @@ from cutctx._values import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from cutctx._typing import TokenEstimator
 
 __all__ = [
@@ -52,7 +54,7 @@ _MASKED = selector(MASK)
 class Group:
     """One summary group: its turn indices in order, the target size and the prompt record."""
 
-    members: list[int]
+    members: Sequence[int]
     target_tokens: int
     prompt_id: str
 

@@ -84,7 +84,7 @@ class SummarizingPolicy(BuiltinPolicy):
         if span is None:
             return draft
         first, last = span
-        members = list(range(first, last + 1))
+        members = range(first, last + 1)
         draft.actions[first : last + 1] = [Action.SUMMARIZE] * len(members)
         span_tokens = sum(shape.tokens[first : last + 1])
         target = max(1, round(span_tokens * self._target_ratio))
