@@ -13,6 +13,7 @@ Selectors (``kinds.translate(...)``) turn the codes into one flag byte per turn,
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import TYPE_CHECKING, Final
@@ -35,6 +36,7 @@ __all__ = [
     "TOUCHED",
     "ActionTable",
     "indices",
+    "is_plain",
     "selector",
 ]
 
@@ -65,6 +67,11 @@ FOLD: Final = bytes(
 """Codes with ``MASK`` folded into ``KEEP``: an exchange agrees when its folded codes do."""
 
 
+def is_plain(text: str) -> bool:
+    """Whether JSON writes ``text`` as it is (no quote, backslash or control character)."""
+    return json.encoder.encode_basestring(text)[1:-1] == text
+
+
 def indices(flags: bytes | bytearray) -> Iterator[int]:
     """Return the indices whose flag byte is set, in order."""
     return compress(range(len(flags)), flags)
@@ -77,8 +84,11 @@ class ActionTable:
     ``kinds`` holds one code (``KEEP``, ``MASK``, ``SUMMARIZE``, ``DROP``) per turn.
     ``stub_texts`` and ``stub_tokens`` are empty when nothing is masked, else hold each masked
     turn's replacement (``None`` and 0 elsewhere); ``groups`` is empty when nothing is
-    summarized, else holds each summarized turn's group id (``None`` elsewhere). Made only by
-    cutctx's own code, which keeps the columns aligned; the gate checks what they say.
+    summarized, else holds each summarized turn's group id (``None`` elsewhere).
+    ``plain_stubs`` says that no stub holds a character JSON escapes (true of the stubs the
+    masking policy writes when its label holds none), so the JSON form of a stub is the text in
+    quotes. Made only by cutctx's own code, which keeps the columns aligned; the gate checks
+    what they say.
     """
 
     turn_ids: tuple[str, ...]
@@ -86,6 +96,7 @@ class ActionTable:
     stub_texts: tuple[str | None, ...] = ()
     stub_tokens: tuple[int, ...] = ()
     groups: tuple[str | None, ...] = ()
+    plain_stubs: bool = False
 
     @classmethod
     def of(cls, actions: Sequence[TurnAction]) -> ActionTable:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from baseaicore import ValidationError
 
-from cutctx._actions import CODES, MASK, ActionTable, indices, selector
+from cutctx._actions import CODES, MASK, ActionTable, indices, is_plain, selector
 from cutctx._estimators import CharRatioEstimator
 from cutctx._invariants import Layout, layout
 from cutctx._plan import CompactionPlan, plan_from_table
@@ -155,25 +155,32 @@ def build_plan(
         groups = tuple(column)
     texts: tuple[str | None, ...] = ()
     tokens: tuple[int, ...] = ()
+    # A stub written from a label JSON writes as it is is plain too (digits, hex, fixed text).
+    plain = True
     if MASK in kinds:
         replacements = draft.replacements
         text_column: list[str | None] = [None] * len(turns)
         token_column = [0] * len(turns)
+        labels: dict[str, bool] = {}
         for index in indices(kinds.translate(_MASKED)):
             replacement = replacements[index]
             assert replacement is not None  # noqa: S101 - every masked turn has one
-            text_column[index] = (
-                replacement.text(turns[index])
-                if isinstance(replacement, Stub)
-                else replacement.content
-            )
+            if isinstance(replacement, Stub):
+                text_column[index] = replacement.text(turns[index])
+                label = replacement.placeholder
+                if label not in labels:
+                    labels[label] = is_plain(label)
+                    plain = plain and labels[label]
+            else:
+                text_column[index] = replacement.content
+                plain = False
             token_column[index] = replacement.token_estimate
         texts, tokens = tuple(text_column), tuple(token_column)
         del text_column, token_column
     draft.replacements.clear()
     after = draft.tokens
     return plan_from_table(
-        ActionTable(ids, kinds, texts, tokens, groups),
+        ActionTable(ids, kinds, texts, tokens, groups, plain),
         tuple(requests),
         transcript.token_estimate(),
         after,

@@ -276,9 +276,10 @@ def _actions_json(table: ActionTable, start: int, stop: int) -> list[str]:
     Only the actions from ``start`` to ``stop``.
     """
     string = _ESCAPE
+    stub = _quoted if table.plain_stubs else string
     return [
         f"{_HEADS[code]}"
-        f"{'null' if text is None else _replacement_json(text, estimate)}"
+        f"{'null' if text is None else _replacement_json(stub(text), estimate)}"
         f',"summary_group":{"null" if group is None else string(group)}'
         f',"turn_id":{string(turn_id)}}}'
         for turn_id, code, text, estimate, group in _rows(table, start, stop)
@@ -286,12 +287,13 @@ def _actions_json(table: ActionTable, start: int, stop: int) -> list[str]:
 
 
 def _replacement_json(content: str, estimate: int) -> str:
-    """Return a replacement's canonical JSON object."""
-    # JSON escapes only quotes, backslashes and control characters (which are never
-    # printable); a stub rarely holds any, and is then written as it is.
-    if content.isprintable() and '"' not in content and "\\" not in content:
-        return f'{{"content":"{content}","token_estimate":{estimate}}}'
-    return f'{{"content":{_ESCAPE(content)},"token_estimate":{estimate}}}'
+    """Return a replacement's canonical JSON object, given its content as a JSON string."""
+    return f'{{"content":{content},"token_estimate":{estimate}}}'
+
+
+def _quoted(text: str) -> str:
+    """Return ``text`` as a JSON string, for a text known to need no escape."""
+    return f'"{text}"'
 
 
 def _wrong(name: str, expected: str, value: object) -> ValidationError:

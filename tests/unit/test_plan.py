@@ -419,3 +419,15 @@ def test_a_plan_longer_than_one_piece_hashes_its_whole_canonical_json() -> None:
     expected = canonical_json(plan.to_dict())
     assert plan.to_json() == expected
     assert plan.plan_hash == hashlib.sha256(expected.encode("utf-8")).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "placeholder", ["[masked]", 'say "masked"', "back\\slash", "line\nbreak", "é 中 \x7f"]
+)
+def test_stubs_are_written_as_canonical_json_whatever_their_label(placeholder: str) -> None:
+    """A stub whose label needs no JSON escape is written without escaping (a shortcut); any
+    other label goes through the encoder. Either way the text is ``canonical_json``'s."""
+    plan = ObservationMaskingPolicy(0, placeholder).decide(Transcript(POLICY_TURNS), POLICY_BUDGET)
+    assert any(action.action is Action.MASK for action in plan.actions)
+    assert plan.to_json() == canonical_json(plan.to_dict())
+    assert plan.plan_hash == hashlib.sha256(plan.to_json().encode("utf-8")).hexdigest()
