@@ -17,7 +17,8 @@ tool results of mixed sizes (200 B to 64 kB), some multi-call exchanges and some
 It also records the peak extra memory (``tracemalloc``) while the chain plans, relative to the
 transcript's text size (the sum of ``len(content)`` over its turns; every body is ASCII, so that
 is also its UTF-8 size). Timings keep the garbage collector on, as an application would, and
-collect before each run.
+collect before each sample. The samples are taken in rounds — one sample of every measure,
+floor and size per round — so a slow spell of a shared machine falls on all of them alike.
 
 ``--smoke`` runs tiny sizes once or twice and exits non-zero if anything errors, so the benchmark
 cannot rot (``scripts/gate`` runs it). ``--json PATH`` writes every figure as JSON.
@@ -199,28 +200,54 @@ class Sample:
     loops: int
 
 
-def timed(setup: Callable[[], Callable[[], object]], repeat: int) -> Sample:
-    """Time ``repeat`` samples of the run that ``setup()`` prepares (setup itself is untimed).
+@dataclass(slots=True)
+class Timer:
+    """One measure being timed: what ``setup()`` prepares (untimed) is one run.
 
-    A sample is one run, or the average of a loop of runs lasting ``MIN_SAMPLE_SECONDS`` when
-    one run is shorter. The garbage collector stays on; it is emptied before every sample.
+    A sample is one run, or the average of a loop of ``loops`` runs when one run is shorter than
+    ``MIN_SAMPLE_SECONDS``. The garbage collector stays on; it is emptied before every sample.
     """
-    setup()()  # warm-up: first touch of the transcript, lazy imports
-    run = setup()
-    start = time.perf_counter()
-    run()
-    once = time.perf_counter() - start
-    loops = max(1, int(MIN_SAMPLE_SECONDS / once)) if once > 0 else 1
-    samples: list[float] = []
-    for _ in range(repeat):
-        runs = [setup() for _ in range(loops)]
+
+    setup: Callable[[], Callable[[], object]]
+    loops: int = 1
+    samples: list[float] = field(default_factory=list)
+
+    def warm_up(self) -> None:
+        """Run once untimed (first touch, lazy imports), then size the loop from a timed run."""
+        self.setup()()
+        run = self.setup()
+        start = time.perf_counter()
+        run()
+        once = time.perf_counter() - start
+        self.loops = max(1, int(MIN_SAMPLE_SECONDS / once)) if once > 0 else 1
+
+    def sample(self) -> None:
+        """Take one sample."""
+        runs = [self.setup() for _ in range(self.loops)]
         gc.collect()
         start = time.perf_counter()
         for run in runs:
             run()
-        samples.append((time.perf_counter() - start) / loops)
+        self.samples.append((time.perf_counter() - start) / self.loops)
         del runs
-    return Sample(statistics.median(samples), samples, loops)
+
+    def result(self) -> Sample:
+        """The median and every sample."""
+        return Sample(statistics.median(self.samples), list(self.samples), self.loops)
+
+
+def interleaved(timers: list[Timer], repeat: int) -> None:
+    """Take ``repeat`` samples of every timer, one round of all timers at a time.
+
+    Shared machines drift (a busy neighbour slows everything for a while); taking the samples
+    of every measure — its floor and every size included — in rounds spreads any slow spell
+    over all of them alike, so the medians, and the ratios between them, stay comparable.
+    """
+    for timer in timers:
+        timer.warm_up()
+    for _ in range(repeat):
+        for timer in timers:
+            timer.sample()
 
 
 @dataclass(slots=True)
@@ -343,10 +370,24 @@ def budget_for(transcript: Transcript, fraction: float) -> CompactionBudget:
     return CompactionBudget(max(wanted, untouchable_tokens(transcript, 4)))
 
 
-def measure_size(
-    size: int, repeat: int, log: Callable[[str], None]
-) -> tuple[list[Row], dict[str, Any]]:
-    """Build the transcript of ``size`` turns and measure everything on it."""
+@dataclass(slots=True)
+class Pending:
+    """A row whose timers have not run yet."""
+
+    size: int
+    measure: str
+    timer: Timer
+    floor: Timer | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def row(self) -> Row:
+        """The finished row."""
+        floor = None if self.floor is None else self.floor.result()
+        return Row(self.size, self.measure, self.timer.result(), floor, self.notes)
+
+
+def prepare_size(size: int, log: Callable[[str], None]) -> tuple[list[Pending], dict[str, Any]]:
+    """Build the transcript of ``size`` turns, measure memory, and set up its timed rows."""
     started = time.perf_counter()
     transcript = agent_transcript(size)
     info: dict[str, Any] = {
@@ -367,23 +408,41 @@ def measure_size(
         ("summarizing alone (deep)", SummarizingPolicy(PROMPT_ID), deep),
         ("drop_oldest alone (deep)", DropOldestPolicy(), deep),
     ]
-    rows: list[Row] = []
+    pending: list[Pending] = []
     for name, policy, budget in measures:
         plan = policy.decide(transcript, budget)
-        floor = timed(partial(floor_work, transcript, plan), repeat)
-        sample = timed(partial(planning, policy, transcript, budget), repeat)
-        rows.append(Row(size, name, sample, floor, plan_notes(plan, transcript)))
-        log(f"  {name}: {sample.median * 1e3:.2f} ms (floor {floor.median * 1e3:.2f} ms)")
-    sample = timed(partial(planning_collector_paused, chain, transcript, budgets["most"]), repeat)
-    rows.append(Row(size, "default_chain plan (most), collector paused", sample))
-    log(f"  default_chain plan (most), collector paused: {sample.median * 1e3:.2f} ms")
-    sample = timed(partial(planning_and_reading, chain, transcript, budgets["most"]), repeat)
-    rows.append(Row(size, "default_chain plan (most), then plan.actions read", sample))
-    log(f"  default_chain plan (most), then plan.actions read: {sample.median * 1e3:.2f} ms")
+        pending.append(
+            Pending(
+                size,
+                name,
+                Timer(partial(planning, policy, transcript, budget)),
+                Timer(partial(floor_work, transcript, plan)),
+                plan_notes(plan, transcript),
+            )
+        )
+    most = budgets["most"]
+    pending.append(
+        Pending(
+            size,
+            "default_chain plan (most), collector paused",
+            Timer(partial(planning_collector_paused, chain, transcript, most)),
+        )
+    )
+    pending.append(
+        Pending(
+            size,
+            "default_chain plan (most), then plan.actions read",
+            Timer(partial(planning_and_reading, chain, transcript, most)),
+        )
+    )
     for name, budget in budgets.items():
-        sample = timed(partial(applying, chain, transcript, budget), repeat)
-        rows.append(Row(size, f"apply ({name} chain plan)", sample))
-        log(f"  apply ({name} chain plan): {sample.median * 1e3:.2f} ms")
+        pending.append(
+            Pending(
+                size,
+                f"apply ({name} chain plan)",
+                Timer(partial(applying, chain, transcript, budget)),
+            )
+        )
     info["peak_planning_bytes"] = {}
     info["held_after_planning_bytes"] = {}
     for name, budget in budgets.items():
@@ -391,7 +450,27 @@ def measure_size(
         info["peak_planning_bytes"][name] = peak
         info["held_after_planning_bytes"][name] = held
         log(f"  peak extra memory planning ({name}): {peak / 1e6:.2f} MB (held {held / 1e6:.2f})")
-    return rows, info
+    return pending, info
+
+
+def measure(
+    sizes: list[int], repeat: int, log: Callable[[str], None]
+) -> tuple[list[Row], list[dict[str, Any]]]:
+    """Set up every size, then time every measure of every size in interleaved rounds."""
+    pending: list[Pending] = []
+    infos: list[dict[str, Any]] = []
+    for size in sizes:
+        size_pending, info = prepare_size(size, log)
+        pending.extend(size_pending)
+        infos.append(info)
+    timers = [timer for row in pending for timer in (row.timer, row.floor) if timer is not None]
+    log(f"timing {len(timers)} measures and floors, {repeat} interleaved rounds")
+    interleaved(timers, repeat)
+    rows = [row.row() for row in pending]
+    for row in rows:
+        floor = "" if row.floor is None else f" (floor {row.floor.median * 1e3:.2f} ms)"
+        log(f"  {row.size} turns, {row.measure}: {row.time.median * 1e3:.2f} ms{floor}")
+    return rows, infos
 
 
 # ----------------------------------------------------------------------------- reporting
@@ -494,12 +573,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    rows: list[Row] = []
-    infos: list[dict[str, Any]] = []
-    for size in sizes:
-        size_rows, info = measure_size(size, repeat, log)
-        rows.extend(size_rows)
-        infos.append(info)
+    rows, infos = measure(sizes, repeat, log)
     checks = targets(rows, infos)
     print(
         f"cutctx benchmark: {repeat} samples per measure, medians; Python {environment()['python']}"
