@@ -30,7 +30,6 @@ __all__ = [
     "FOLD",
     "KEEP",
     "MASK",
-    "REMOVED",
     "STAYS",
     "SUMMARIZE",
     "TOUCHED",
@@ -59,8 +58,6 @@ STAYS: Final = selector(KEEP, MASK)
 """The turns that stay in the view (kept or masked)."""
 TOUCHED: Final = selector(MASK, SUMMARIZE, DROP)
 """The turns a plan does anything to."""
-REMOVED: Final = selector(SUMMARIZE, DROP)
-"""The turns a plan takes out of the view."""
 FOLD: Final = bytes(
     SUMMARIZE if byte == SUMMARIZE else DROP if byte == DROP else KEEP for byte in range(256)
 )
@@ -113,12 +110,25 @@ class ActionTable:
             groups = tuple(action.summary_group for action in actions)
         return cls(tuple(action.turn_id for action in actions), kinds, texts, tokens, groups)
 
+    def rows(
+        self, start: int = 0, stop: int | None = None
+    ) -> Iterator[tuple[str, int, str | None, int, str | None]]:
+        """Return (turn id, code, stub text, stub tokens, group) per turn, ``start`` to ``stop``.
+
+        All turns by default; absent columns read as None / 0.
+        """
+        span = slice(start, stop)
+        return zip(
+            self.turn_ids[span],
+            self.kinds[span],
+            self.stub_texts[span] or repeat(None),
+            self.stub_tokens[span] or repeat(0),
+            self.groups[span] or repeat(None),
+            strict=False,
+        )
+
     def actions(self) -> tuple[TurnAction, ...]:
         """Return the actions as ``TurnAction`` values, one per turn, in order."""
-        # Absent columns stand for None / 0 on every turn.
-        texts = self.stub_texts or repeat(None)
-        tokens = self.stub_tokens or repeat(0)
-        groups = self.groups or repeat(None)
         return tuple(
             trusted_action(
                 turn_id,
@@ -126,7 +136,5 @@ class ActionTable:
                 group,
                 None if text is None else trusted_replacement(text, estimate),
             )
-            for turn_id, code, text, estimate, group in zip(
-                self.turn_ids, self.kinds, texts, tokens, groups, strict=False
-            )
+            for turn_id, code, text, estimate, group in self.rows()
         )

@@ -10,6 +10,7 @@ from baseaicore import ValidationError
 
 from cutctx._actions import ACTIONS, DROP, KEEP, MASK, STAYS, SUMMARIZE, TOUCHED, indices, selector
 from cutctx._errors import PlanTranscriptMismatch, SummaryMissing
+from cutctx._invariants import fixed_flags
 from cutctx._plan import CompactionPlan, table_of
 from cutctx._report import CompactedTranscript, CompactionReport
 from cutctx._values import (
@@ -183,11 +184,11 @@ def _check_belongs(transcript: Transcript, plan: CompactionPlan) -> None:
     if same:
         # A SYSTEM or pinned turn is untouchable under any budget: a plan removing one was
         # built for another version of this transcript (contract 2 holds in apply too).
-        system = Role.SYSTEM
-        for index in indices(table.kinds.translate(TOUCHED)):
-            turn = turns[index]
-            if turn.pinned or turn.role is system:
-                raise _untouchable_removed(turn, ACTIONS[table.kinds[index]])
+        touched = table.kinds.translate(TOUCHED)
+        fixed = fixed_flags(transcript)
+        if any(compress(fixed, touched)):
+            index = next(i for i in indices(touched) if fixed[i])
+            raise _untouchable_removed(turns[index], ACTIONS[table.kinds[index]])
     total = transcript.token_estimate()
     if same and total == plan.tokens_before:
         return

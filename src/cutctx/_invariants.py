@@ -45,7 +45,7 @@ from cutctx._values import (
 if TYPE_CHECKING:
     from collections.abc import Iterable, MutableSequence, Sequence
 
-__all__ = ["Layout", "Units", "check_plan", "layout"]
+__all__ = ["Layout", "Units", "check_plan", "fixed_flags", "layout"]
 
 _MAX_REPORTED = 20
 _KEPT = selector(KEEP)
@@ -74,7 +74,8 @@ class Units:
 class Layout:
     """The untouchable set and the exchanges of one view under one budget.
 
-    ``untouchable`` flags contract 2's set; ``tokens`` holds each turn's estimate, ``total``
+    ``untouchable`` flags contract 2's set and ``fixed`` the part of it no budget changes (the
+    SYSTEM and pinned turns); ``tokens`` holds each turn's estimate, ``total``
     their sum and ``turn_ids`` the ids. ``units`` (the exchanges) are derived on first use: a
     plan that removes nothing never needs them. Flags are bytes and figures machine ints, so a
     layout costs a few bytes per turn and no objects. Shared between callers: never mutate it.
@@ -83,6 +84,7 @@ class Layout:
     turns: tuple[TranscriptTurn, ...]
     turn_ids: tuple[str, ...]
     tokens: Sequence[int]
+    fixed: bytes
     untouchable: bytearray
     untouchable_tokens: int
     untouchable_count: int
@@ -134,8 +136,8 @@ def layout(transcript: Transcript, budget: CompactionBudget) -> Layout:
     if isinstance(known, Layout):
         return known
     turns = transcript.turns
-    system = Role.SYSTEM
-    untouchable = bytearray([turn.role is system or turn.pinned for turn in turns])
+    fixed = fixed_flags(transcript)
+    untouchable = bytearray(fixed)
     protected = min(budget.protected_recent_turns, len(turns))
     if protected:
         untouchable[-protected:] = b"\x01" * protected
@@ -144,6 +146,7 @@ def layout(transcript: Transcript, budget: CompactionBudget) -> Layout:
         turns,
         transcript.turn_ids(),
         tokens,
+        fixed,
         untouchable,
         sum(compress(tokens, untouchable)),
         untouchable.count(1),
@@ -151,6 +154,18 @@ def layout(transcript: Transcript, budget: CompactionBudget) -> Layout:
     )
     cache[budget.protected_recent_turns] = shape
     return shape
+
+
+def fixed_flags(transcript: Transcript) -> bytes:
+    """Return one flag per turn: whether it is SYSTEM or pinned (untouchable under any budget).
+
+    Read from a layout the transcript already keeps when there is one.
+    """
+    for known in transcript._layouts.values():
+        if isinstance(known, Layout):
+            return known.fixed
+    system = Role.SYSTEM
+    return bytes([turn.role is system or turn.pinned for turn in transcript.turns])
 
 
 def _units_of(shape: Layout) -> Units:

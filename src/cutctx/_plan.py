@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import KW_ONLY, InitVar, dataclass, field
-from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from baseaicore import ValidationError
@@ -147,7 +146,7 @@ class CompactionPlan:
                     "summary_group": group,
                     "turn_id": turn_id,
                 }
-                for turn_id, code, text, estimate, group in _rows(self._table)
+                for turn_id, code, text, estimate, group in self._table.rows()
             ],
             **self._figures(),
         }
@@ -252,24 +251,6 @@ def table_of(plan: CompactionPlan) -> ActionTable:
     return plan._table
 
 
-def _rows(
-    table: ActionTable, start: int = 0, stop: int | None = None
-) -> Iterator[tuple[str, int, str | None, int, str | None]]:
-    """Return (turn id, code, stub text, stub tokens, group) per turn, ``start`` to ``stop``.
-
-    All turns by default; absent columns read as None / 0.
-    """
-    span = slice(start, stop)
-    return zip(
-        table.turn_ids[span],
-        table.kinds[span],
-        table.stub_texts[span] or repeat(None),
-        table.stub_tokens[span] or repeat(0),
-        table.groups[span] or repeat(None),
-        strict=False,
-    )
-
-
 def _actions_json(table: ActionTable, start: int, stop: int) -> list[str]:
     """Return each action's canonical JSON object (as ``canonical_json`` writes it).
 
@@ -282,7 +263,7 @@ def _actions_json(table: ActionTable, start: int, stop: int) -> list[str]:
         f"{'null' if text is None else _replacement_json(stub(text), estimate)}"
         f',"summary_group":{"null" if group is None else string(group)}'
         f',"turn_id":{string(turn_id)}}}'
-        for turn_id, code, text, estimate, group in _rows(table, start, stop)
+        for turn_id, code, text, estimate, group in table.rows(start, stop)
     ]
 
 
