@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Final, NamedTuple
 
 from baseaicore import ValidationError
 
@@ -59,13 +59,22 @@ class Group:
     prompt_id: str
 
 
+_SLICE: Final = 4096
+"""Characters encoded at a time when a body is hashed: a large body is never copied whole."""
+
+
 def content_digest(content: str) -> str:
     """Return the SHA-256 hex digest of ``content`` as UTF-8 (what a stub carries).
 
-    hashlib needs bytes, so the body is encoded once, whole: one transient copy of one body
-    (slicing it would bound that copy but cost a second pass over the bytes).
+    hashlib needs bytes; a body longer than ``_SLICE`` characters is encoded and hashed a slice
+    at a time, so hashing holds a bounded copy of it, never the whole body again.
     """
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+    if len(content) <= _SLICE:
+        return hashlib.sha256(content.encode("utf-8")).hexdigest()
+    digest = hashlib.sha256()
+    for start in range(0, len(content), _SLICE):
+        digest.update(content[start : start + _SLICE].encode("utf-8"))
+    return digest.hexdigest()
 
 
 def stub_text(placeholder: str, token_estimate: int, digest: str) -> str:

@@ -161,9 +161,9 @@ def fixed_flags(transcript: Transcript) -> bytes:
 
     Read from a layout the transcript already keeps when there is one.
     """
-    for known in transcript._layouts.values():
-        if isinstance(known, Layout):
-            return known.fixed
+    known = next(iter(transcript._layouts.values()), None)
+    if isinstance(known, Layout):
+        return known.fixed
     system = Role.SYSTEM
     return bytes([turn.role is system or turn.pinned for turn in transcript.turns])
 

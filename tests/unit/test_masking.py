@@ -335,3 +335,12 @@ class TestObservationMaskingPolicy:
             policy.decide([], CompactionBudget(1))  # type: ignore[arg-type]
         with pytest.raises(ValidationError):
             policy.decide(Transcript(()), 10)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("length", [0, 1, 4095, 4096, 4097, 8192, 20_000])
+def test_a_body_is_digested_whole_whatever_its_length(length: int) -> None:
+    """A long body is hashed a slice at a time (bounded memory); the digest must still be the
+    SHA-256 of the whole UTF-8 text, at and around every slice boundary, for non-ASCII too."""
+    content = ("aé中𝄞" * (length // 4 + 1))[:length]
+    stub = ObservationMaskingPolicy().stub(content, 99)
+    assert stub.endswith(f"sha256:{hashlib.sha256(content.encode('utf-8')).hexdigest()})")
