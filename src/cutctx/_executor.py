@@ -119,16 +119,17 @@ def _build(
     table = table_of(plan)
     turns, kinds, ids = transcript.turns, table.kinds, table.turn_ids
     # Kept turns are the same objects; masked turns and summary turns are put in their
-    # places, and the turns a plan removes are filtered out.
-    view = list(turns)
-    stays = bytearray(kinds.translate(STAYS))
+    # places, and the turns a plan removes are filtered out, in one pass over the turns at the
+    # end (each pass over a long transcript's scattered turn objects costs cache misses).
     masked = kinds.translate(_MASKED)
+    placed: dict[int, TranscriptTurn] = {}
     if table.stub_texts:
         stub_texts, stub_tokens = table.stub_texts, table.stub_tokens
         for index in indices(masked):
             text = stub_texts[index]
             assert text is not None  # noqa: S101 - every masked turn has its stub
-            view[index] = masked_turn(turns[index], text, stub_tokens[index])
+            placed[index] = masked_turn(turns[index], text, stub_tokens[index])
+    stays = bytearray(kinds.translate(STAYS))
     summary_ids: list[str] = []
     if plan.summarization_requests:
         summarized = kinds.translate(_SUMMARIZED)
@@ -144,10 +145,10 @@ def _build(
             summary = summary_turn(
                 group, texts[group], request.target_tokens, len(request.turn_ids)
             )
-            view[start] = summary
+            placed[start] = summary
             stays[start] = 1
             summary_ids.append(summary.turn_id)
-    view = list(compress(view, stays))
+    view = tuple(compress(map(placed.get, range(len(turns)), turns), stays))
     report = CompactionReport(
         plan_hash=plan.plan_hash,
         policy_name=plan.policy_name,
@@ -167,7 +168,7 @@ def _build(
     )
     # Ids stay unique: the gate refuses a summary id that a kept or masked turn holds; the
     # view's estimate is the plan's (the gate summed exactly these turns and summaries).
-    view_transcript = trusted_transcript(tuple(view), plan.tokens_after_estimate)
+    view_transcript = trusted_transcript(view, plan.tokens_after_estimate)
     return CompactedTranscript(view_transcript, report)
 
 
