@@ -164,7 +164,8 @@ def build_plan(
         groups = tuple(column)
     texts: tuple[str | None, ...] = ()
     tokens: tuple[int, ...] = ()
-    # A stub written from a label JSON writes as it is is plain too (digits, hex, fixed text).
+    # A stub written from a label that needs no JSON escape needs none either (the rest of it
+    # is digits, hex and fixed text); any other replacement is not vouched for.
     plain = True
     if MASK in kinds:
         replacements = draft.replacements

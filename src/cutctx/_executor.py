@@ -118,9 +118,8 @@ def _build(
 ) -> CompactedTranscript:
     table = table_of(plan)
     turns, kinds, ids = transcript.turns, table.kinds, table.turn_ids
-    # Kept turns are the same objects; masked turns and summary turns are put in their
-    # places, and the turns a plan removes are filtered out, in one pass over the turns at the
-    # end (each pass over a long transcript's scattered turn objects costs cache misses).
+    # Kept turns are the same objects; masked turns and summary turns are placed by index,
+    # and the view is made in one pass that also leaves out the turns the plan removes.
     masked = kinds.translate(_MASKED)
     placed: dict[int, TranscriptTurn] = {}
     if table.stub_texts:

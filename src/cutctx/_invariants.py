@@ -75,9 +75,9 @@ class Layout:
     """The untouchable set and the exchanges of one view under one budget.
 
     ``untouchable`` flags contract 2's set and ``fixed`` the part of it no budget changes (the
-    SYSTEM and pinned turns); ``tokens`` holds each turn's estimate, ``total``
-    their sum and ``turn_ids`` the ids. ``units`` (the exchanges) are derived on first use: a
-    plan that removes nothing never needs them. Flags are bytes and figures machine ints, so a
+    SYSTEM and pinned turns); ``tokens`` holds each turn's estimate, ``total`` their sum and
+    ``turn_ids`` the ids. ``units`` (the exchanges) are derived on first use: a plan that
+    removes nothing never needs them. Flags are bytes and figures machine ints, so a
     layout costs a few bytes per turn and no objects. Shared between callers: never mutate it.
     """
 
