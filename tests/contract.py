@@ -1,6 +1,14 @@
-"""Names the contract (SPEC §2) fixes, stated once for the tests that check them."""
+"""What the contract (SPEC §2) fixes, stated once for the tests that check it: the report's field
+names, and the public constructor's way of making a plan from another plan's fields."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cutctx import CompactionPlan
+
+if TYPE_CHECKING:
+    from cutctx import CompactionBudget, Transcript
 
 REPORT_FIELDS: tuple[str, ...] = (
     "plan_hash",
@@ -19,3 +27,22 @@ REPORT_FIELDS: tuple[str, ...] = (
     "summary_turn_ids",
 )
 """The fields of ``CompactionReport`` in their positional order, and the keys of its dict."""
+
+
+def rebuilt(
+    plan: CompactionPlan, transcript: Transcript, budget: CompactionBudget
+) -> CompactionPlan:
+    """Return the plan ``CompactionPlan(...)`` makes from ``plan``'s fields (its actions read)."""
+    return CompactionPlan(
+        plan.actions,
+        plan.summarization_requests,
+        plan.tokens_before,
+        plan.tokens_after_estimate,
+        plan.policy_name,
+        plan.policy_version,
+        plan.estimator_ratio,
+        plan.budget_unmet,
+        transcript=transcript,
+        budget=budget,
+        estimator_name=plan.estimator_name,
+    )

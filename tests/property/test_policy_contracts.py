@@ -32,6 +32,7 @@ from cutctx import (
     Transcript,
     default_chain,
 )
+from tests.contract import rebuilt
 from tests.oracle import Foreign
 from tests.strategies import cases
 
@@ -210,20 +211,8 @@ def test_a_policys_plan_is_the_plan_its_actions_make(
             for request in plan.summarization_requests
         }
         applied = executor.apply(transcript, plan, summaries)
-        rebuilt = CompactionPlan(
-            plan.actions,
-            plan.summarization_requests,
-            plan.tokens_before,
-            plan.tokens_after_estimate,
-            plan.policy_name,
-            plan.policy_version,
-            plan.estimator_ratio,
-            plan.budget_unmet,
-            transcript=transcript,
-            budget=budget,
-            estimator_name=plan.estimator_name,
-        )
-        assert rebuilt == plan
-        assert rebuilt.to_json() == plan.to_json()
-        assert rebuilt.plan_hash == plan.plan_hash
-        assert executor.apply(transcript, rebuilt, summaries) == applied
+        made = rebuilt(plan, transcript, budget)
+        assert made == plan
+        assert made.to_json() == plan.to_json()
+        assert made.plan_hash == plan.plan_hash
+        assert executor.apply(transcript, made, summaries) == applied

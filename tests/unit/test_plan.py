@@ -32,6 +32,7 @@ from cutctx import (
     TurnReplacement,
 )
 from cutctx._plan import canonical_json
+from tests.contract import rebuilt
 
 # Two turns: u (USER, 10 tokens) and t (TOOL, 30 tokens); 40 in all. Budget 20, nothing protected.
 TRANSCRIPT = Transcript(
@@ -206,24 +207,12 @@ class TestActionsOfAPolicysPlan:
         assert plan.actions is actions
 
     def test_equals_hashes_and_prints_like_the_plan_built_from_its_actions(self) -> None:
-        plan = policy_plan()
-        rebuilt = CompactionPlan(
-            plan.actions,
-            plan.summarization_requests,
-            plan.tokens_before,
-            plan.tokens_after_estimate,
-            plan.policy_name,
-            plan.policy_version,
-            plan.estimator_ratio,
-            plan.budget_unmet,
-            transcript=Transcript(POLICY_TURNS),
-            budget=POLICY_BUDGET,
-        )
+        made = rebuilt(policy_plan(), Transcript(POLICY_TURNS), POLICY_BUDGET)
         # Each comparison starts from a plan whose actions were not read yet.
-        assert policy_plan() == rebuilt
-        assert hash(policy_plan()) == hash(rebuilt)
-        assert repr(policy_plan()) == repr(rebuilt)
-        assert policy_plan().to_json() == rebuilt.to_json()
+        assert policy_plan() == made
+        assert hash(policy_plan()) == hash(made)
+        assert repr(policy_plan()) == repr(made)
+        assert policy_plan().to_json() == made.to_json()
 
     def test_survives_pickle_and_deepcopy_before_and_after_actions_are_read(self) -> None:
         for read in (False, True):
