@@ -252,13 +252,23 @@ def interleaved(timers: list[Timer], repeat: int) -> None:
 
 @dataclass(slots=True)
 class Row:
-    """One measure at one size: its timing, its floor and what the plan did."""
+    """One measure at one size: its timer, its floor's timer and what the plan did."""
 
     size: int
     measure: str
-    time: Sample
-    floor: Sample | None = None
+    timer: Timer
+    floor_timer: Timer | None = None
     notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def time(self) -> Sample:
+        """The measure's samples and median."""
+        return self.timer.result()
+
+    @property
+    def floor(self) -> Sample | None:
+        """The floor's samples and median, if the measure has a floor."""
+        return None if self.floor_timer is None else self.floor_timer.result()
 
     @property
     def ratio(self) -> float | None:
@@ -370,24 +380,8 @@ def budget_for(transcript: Transcript, fraction: float) -> CompactionBudget:
     return CompactionBudget(max(wanted, untouchable_tokens(transcript, 4)))
 
 
-@dataclass(slots=True)
-class Pending:
-    """A row whose timers have not run yet."""
-
-    size: int
-    measure: str
-    timer: Timer
-    floor: Timer | None = None
-    notes: dict[str, Any] = field(default_factory=dict)
-
-    def row(self) -> Row:
-        """The finished row."""
-        floor = None if self.floor is None else self.floor.result()
-        return Row(self.size, self.measure, self.timer.result(), floor, self.notes)
-
-
-def prepare_size(size: int, log: Callable[[str], None]) -> tuple[list[Pending], dict[str, Any]]:
-    """Build the transcript of ``size`` turns, measure memory, and set up its timed rows."""
+def prepare_size(size: int, log: Callable[[str], None]) -> tuple[list[Row], dict[str, Any]]:
+    """Build the transcript of ``size`` turns, measure memory, and set up its rows (untimed)."""
     started = time.perf_counter()
     transcript = agent_transcript(size)
     info: dict[str, Any] = {
@@ -408,11 +402,11 @@ def prepare_size(size: int, log: Callable[[str], None]) -> tuple[list[Pending], 
         ("summarizing alone (deep)", SummarizingPolicy(PROMPT_ID), deep),
         ("drop_oldest alone (deep)", DropOldestPolicy(), deep),
     ]
-    pending: list[Pending] = []
+    rows: list[Row] = []
     for name, policy, budget in measures:
         plan = policy.decide(transcript, budget)
-        pending.append(
-            Pending(
+        rows.append(
+            Row(
                 size,
                 name,
                 Timer(partial(planning, policy, transcript, budget)),
@@ -421,23 +415,23 @@ def prepare_size(size: int, log: Callable[[str], None]) -> tuple[list[Pending], 
             )
         )
     most = budgets["most"]
-    pending.append(
-        Pending(
+    rows.append(
+        Row(
             size,
             "default_chain plan (most), collector paused",
             Timer(partial(planning_collector_paused, chain, transcript, most)),
         )
     )
-    pending.append(
-        Pending(
+    rows.append(
+        Row(
             size,
             "default_chain plan (most), then plan.actions read",
             Timer(partial(planning_and_reading, chain, transcript, most)),
         )
     )
     for name, budget in budgets.items():
-        pending.append(
-            Pending(
+        rows.append(
+            Row(
                 size,
                 f"apply ({name} chain plan)",
                 Timer(partial(applying, chain, transcript, budget)),
@@ -450,23 +444,22 @@ def prepare_size(size: int, log: Callable[[str], None]) -> tuple[list[Pending], 
         info["peak_planning_bytes"][name] = peak
         info["held_after_planning_bytes"][name] = held
         log(f"  peak extra memory planning ({name}): {peak / 1e6:.2f} MB (held {held / 1e6:.2f})")
-    return pending, info
+    return rows, info
 
 
 def measure(
     sizes: list[int], repeat: int, log: Callable[[str], None]
 ) -> tuple[list[Row], list[dict[str, Any]]]:
     """Set up every size, then time every measure of every size in interleaved rounds."""
-    pending: list[Pending] = []
+    rows: list[Row] = []
     infos: list[dict[str, Any]] = []
     for size in sizes:
-        size_pending, info = prepare_size(size, log)
-        pending.extend(size_pending)
+        size_rows, info = prepare_size(size, log)
+        rows.extend(size_rows)
         infos.append(info)
-    timers = [timer for row in pending for timer in (row.timer, row.floor) if timer is not None]
+    timers = [timer for row in rows for timer in (row.timer, row.floor_timer) if timer is not None]
     log(f"timing {len(timers)} measures and floors, {repeat} interleaved rounds")
     interleaved(timers, repeat)
-    rows = [row.row() for row in pending]
     for row in rows:
         floor = "" if row.floor is None else f" (floor {row.floor.median * 1e3:.2f} ms)"
         log(f"  {row.size} turns, {row.measure}: {row.time.median * 1e3:.2f} ms{floor}")
