@@ -27,11 +27,15 @@ __all__ = [
     "ACTIONS",
     "CODES",
     "DROP",
+    "DROPPED",
     "FOLD",
     "KEEP",
+    "KEPT",
     "MASK",
+    "MASKED",
     "STAYS",
     "SUMMARIZE",
+    "SUMMARIZED",
     "TOUCHED",
     "ActionTable",
     "indices",
@@ -54,6 +58,10 @@ def selector(*codes: int) -> bytes:
     return bytes(1 if byte in codes else 0 for byte in range(256))
 
 
+KEPT: Final = selector(KEEP)
+MASKED: Final = selector(MASK)
+SUMMARIZED: Final = selector(SUMMARIZE)
+DROPPED: Final = selector(DROP)
 STAYS: Final = selector(KEEP, MASK)
 """The turns that stay in the view (kept or masked)."""
 TOUCHED: Final = selector(MASK, SUMMARIZE, DROP)

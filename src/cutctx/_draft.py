@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, Final, NamedTuple
 
 from baseaicore import ValidationError
 
-from cutctx._actions import CODES, MASK, ActionTable, indices, is_plain, selector
+from cutctx._actions import CODES, MASK, MASKED, ActionTable, indices, is_plain
 from cutctx._estimators import CharRatioEstimator
 from cutctx._invariants import Layout, layout
 from cutctx._plan import CompactionPlan, plan_from_table
@@ -46,8 +46,6 @@ __all__ = [
     "estimator_marks",
     "stub_text",
 ]
-
-_MASKED = selector(MASK)
 
 
 @dataclass(slots=True)
@@ -172,7 +170,7 @@ def build_plan(
         text_column: list[str | None] = [None] * len(turns)
         token_column = [0] * len(turns)
         labels: dict[str, bool] = {}
-        for index in indices(kinds.translate(_MASKED)):
+        for index in indices(kinds.translate(MASKED)):
             replacement = replacements[index]
             assert replacement is not None  # noqa: S101 - every masked turn has one
             if isinstance(replacement, Stub):

@@ -8,7 +8,16 @@ from types import MappingProxyType
 
 from baseaicore import ValidationError
 
-from cutctx._actions import ACTIONS, DROP, KEEP, MASK, STAYS, SUMMARIZE, TOUCHED, indices, selector
+from cutctx._actions import (
+    ACTIONS,
+    DROPPED,
+    KEPT,
+    MASKED,
+    STAYS,
+    SUMMARIZED,
+    TOUCHED,
+    indices,
+)
 from cutctx._errors import PlanTranscriptMismatch, SummaryMissing
 from cutctx._invariants import fixed_flags
 from cutctx._plan import CompactionPlan, table_of
@@ -27,15 +36,13 @@ from cutctx._values import (
 __all__ = ["CompactionExecutor", "masked_turn", "summary_turn"]
 
 _MAX_IDS = 10
-_MASKED_ONLY: Mapping[str, str] = MappingProxyType({"cutctx.kind": "masked"})
-_KEPT, _MASKED = selector(KEEP), selector(MASK)
-_SUMMARIZED, _DROPPED = selector(SUMMARIZE), selector(DROP)
+MASKED_ONLY: Mapping[str, str] = MappingProxyType({"cutctx.kind": "masked"})
 
 
 def masked_turn(turn: TranscriptTurn, content: str, token_estimate: int) -> TranscriptTurn:
     """Return ``turn`` with its body replaced: same id, role, call id, pin and position."""
     if turn.metadata is EMPTY_METADATA:
-        metadata = _MASKED_ONLY  # the common case shares one read-only mapping
+        metadata = MASKED_ONLY  # the common case shares one read-only mapping
     else:
         metadata = MappingProxyType({**turn.metadata, "cutctx.kind": "masked"})
     # Every part is already valid: the turn's own fields and a stub the gate accepted.
@@ -120,7 +127,7 @@ def _build(
     turns, kinds, ids = transcript.turns, table.kinds, table.turn_ids
     # Kept turns are the same objects; masked turns and summary turns are placed by index,
     # and the view is made in one pass that also leaves out the turns the plan removes.
-    masked = kinds.translate(_MASKED)
+    masked = kinds.translate(MASKED)
     placed: dict[int, TranscriptTurn] = {}
     if table.stub_texts:
         stub_texts, stub_tokens = table.stub_texts, table.stub_tokens
@@ -130,8 +137,8 @@ def _build(
             placed[index] = masked_turn(turns[index], text, stub_tokens[index])
     stays = bytearray(kinds.translate(STAYS))
     summary_ids: list[str] = []
+    summarized = kinds.translate(SUMMARIZED)
     if plan.summarization_requests:
-        summarized = kinds.translate(_SUMMARIZED)
         starts: dict[str | None, int] = {}
         for index, group_of in zip(
             indices(summarized), compress(table.groups, summarized), strict=True
@@ -158,10 +165,10 @@ def _build(
         budget_unmet=plan.budget_unmet,
         turns_before=len(turns),
         turns_after=len(view),
-        kept_turn_ids=tuple(compress(ids, kinds.translate(_KEPT))),
+        kept_turn_ids=tuple(compress(ids, kinds.translate(KEPT))),
         masked_turn_ids=tuple(compress(ids, masked)),
-        summarized_turn_ids=tuple(compress(ids, kinds.translate(_SUMMARIZED))),
-        dropped_turn_ids=tuple(compress(ids, kinds.translate(_DROPPED))),
+        summarized_turn_ids=tuple(compress(ids, summarized)),
+        dropped_turn_ids=tuple(compress(ids, kinds.translate(DROPPED))),
         summary_turn_ids=tuple(summary_ids),
         estimator_name=plan.estimator_name,
     )

@@ -24,12 +24,13 @@ from cutctx._actions import (
     DROP,
     FOLD,
     KEEP,
-    MASK,
+    KEPT,
+    MASKED,
     STAYS,
     SUMMARIZE,
+    SUMMARIZED,
     ActionTable,
     indices,
-    selector,
 )
 from cutctx._errors import budget_unsatisfiable
 from cutctx._values import (
@@ -48,9 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["Layout", "Units", "check_plan", "fixed_flags", "layout"]
 
 _MAX_REPORTED = 20
-_KEPT = selector(KEEP)
-_MASKED = selector(MASK)
-_SUMMARIZED = selector(SUMMARIZE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,9 +239,9 @@ def _check_actions(shape: Layout, table: ActionTable, problems: list[str]) -> in
             problems.append(
                 f"untouchable turn {ids[index]!r} is not kept ({ACTIONS[kinds[index]].name})"
             )
-    after = sum(compress(tokens, kinds.translate(_KEPT)))
+    after = sum(compress(tokens, kinds.translate(KEPT)))
     if table.stub_tokens:
-        masked = kinds.translate(_MASKED)
+        masked = kinds.translate(MASKED)
         after += sum(compress(table.stub_tokens, masked))
         if any(map(ge, compress(table.stub_tokens, masked), compress(tokens, masked))):
             for index in indices(masked):
@@ -294,7 +292,7 @@ def _check_requests(
     ids = table.turn_ids
     groups: dict[str, list[int]] = {}
     if table.groups:
-        summarized = table.kinds.translate(_SUMMARIZED)
+        summarized = table.kinds.translate(SUMMARIZED)
         for group, index in zip(
             compress(table.groups, summarized), indices(summarized), strict=True
         ):
