@@ -8,7 +8,7 @@ import pytest
 from baseaicore import SuiteError
 
 from cutctx import BudgetUnsatisfiable, CompactionError, PlanTranscriptMismatch, SummaryMissing
-from cutctx._errors import budget_unsatisfiable
+from cutctx._core.errors import budget_unsatisfiable
 
 
 class TestCompactionError:

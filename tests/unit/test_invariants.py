@@ -33,7 +33,7 @@ from cutctx import (
     TurnAction,
     TurnReplacement,
 )
-from cutctx._invariants import layout
+from cutctx._core.invariants import layout
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -66,19 +66,19 @@ PACKAGE = "cutctx"
 CORE = frozenset(
     {
         "cutctx",
-        "cutctx._chain",
-        "cutctx._draft",
-        "cutctx._drop",
-        "cutctx._errors",
-        "cutctx._estimators",
-        "cutctx._executor",
-        "cutctx._invariants",
-        "cutctx._masking",
-        "cutctx._plan",
-        "cutctx._report",
-        "cutctx._summarizing",
-        "cutctx._typing",
-        "cutctx._values",
+        "cutctx._policies.chain",
+        "cutctx._policies.draft",
+        "cutctx._policies.drop",
+        "cutctx._core.errors",
+        "cutctx._core.estimators",
+        "cutctx._core.executor",
+        "cutctx._core.invariants",
+        "cutctx._policies.masking",
+        "cutctx._core.plan",
+        "cutctx._core.report",
+        "cutctx._policies.summarizing",
+        "cutctx._core.protocols",
+        "cutctx._core.values",
     }
 )
 
@@ -220,21 +220,27 @@ class TestPurity:
             "from collections.abc import Mapping\n"
             "from typing import TYPE_CHECKING\n"
             "from baseaicore import SuiteError, ValidationError\n"
-            "from cutctx._values import Role\n"
-            "from .. import _errors\n"
-            "from .._values import Action\n"
+            "from cutctx._core.values import Role\n"
+            "from .. import _core\n"
+            "from .._core.errors import CompactionError\n"
             "if TYPE_CHECKING:\n"
-            "    from cutctx._plan import CompactionPlan\n"
+            "    from cutctx._core.plan import CompactionPlan\n"
         )
         known = frozenset(package_sources())
         problems, internal = impurities(source, "cutctx.formats._example", known)
         assert problems == []
-        assert internal == {"cutctx", "cutctx._errors", "cutctx._plan", "cutctx._values"}
+        assert internal == {
+            "cutctx",
+            "cutctx._core",
+            "cutctx._core.errors",
+            "cutctx._core.plan",
+            "cutctx._core.values",
+        }
 
     def test_relative_imports_resolve_against_the_package(self) -> None:
-        assert _absolute("cutctx._plan", is_package=False, level=1, name="_values") == (
-            "cutctx._values"
+        assert _absolute("cutctx._core.plan", is_package=False, level=1, name="values") == (
+            "cutctx._core.values"
         )
-        assert _absolute("cutctx", is_package=True, level=1, name="_values") == "cutctx._values"
+        assert _absolute("cutctx", is_package=True, level=1, name="_core") == "cutctx._core"
         assert _absolute("cutctx.formats.x", is_package=False, level=2, name=None) == "cutctx"
-        assert _absolute("cutctx._plan", is_package=False, level=0, name="json") == "json"
+        assert _absolute("cutctx._core.plan", is_package=False, level=0, name="json") == "json"

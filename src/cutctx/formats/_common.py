@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from baseaicore import ValidationError
 
-from cutctx._estimators import CharRatioEstimator, TokenizerEstimator
-from cutctx._report import CompactedTranscript
-from cutctx._values import SUMMARY_TURN_ID_PREFIX, Role, Transcript, TranscriptTurn
+from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator
+from cutctx._core.report import CompactedTranscript
+from cutctx._core.values import SUMMARY_TURN_ID_PREFIX, Role, Transcript, TranscriptTurn
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from cutctx._typing import TokenEstimator
+    from cutctx._core.protocols import TokenEstimator
 
 __all__ = [
     "AUDIO_TOKENS",

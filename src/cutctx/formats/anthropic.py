@@ -28,7 +28,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from cutctx._values import Role, Transcript, TranscriptTurn
+from cutctx._core.values import Role, Transcript, TranscriptTurn
 from cutctx.formats._common import (
     FILE_TOKENS,
     Binding,
@@ -51,8 +51,8 @@ from cutctx.formats._common import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from cutctx._report import CompactedTranscript
-    from cutctx._typing import TokenEstimator
+    from cutctx._core.protocols import TokenEstimator
+    from cutctx._core.report import CompactedTranscript
 
 __all__ = [
     "FILLER_TEXT",

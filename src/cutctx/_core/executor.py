@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 from baseaicore import ValidationError
 
-from cutctx._actions import (
+from cutctx._core.actions import (
     ACTIONS,
     DROPPED,
     KEPT,
@@ -18,11 +18,11 @@ from cutctx._actions import (
     TOUCHED,
     indices,
 )
-from cutctx._errors import PlanTranscriptMismatch, SummaryMissing
-from cutctx._invariants import fixed_flags
-from cutctx._plan import CompactionPlan, table_of
-from cutctx._report import CompactedTranscript, CompactionReport
-from cutctx._values import (
+from cutctx._core.errors import PlanTranscriptMismatch, SummaryMissing
+from cutctx._core.invariants import fixed_flags
+from cutctx._core.plan import CompactionPlan, table_of
+from cutctx._core.report import CompactedTranscript, CompactionReport
+from cutctx._core.values import (
     EMPTY_METADATA,
     SUMMARY_TURN_ID_PREFIX,
     Action,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from baseaicore import ValidationError
 
-from cutctx._actions import (
+from cutctx._core.actions import (
     ACTIONS,
     DROP,
     FOLD,
@@ -32,8 +32,8 @@ from cutctx._actions import (
     ActionTable,
     indices,
 )
-from cutctx._errors import budget_unsatisfiable
-from cutctx._values import (
+from cutctx._core.errors import budget_unsatisfiable
+from cutctx._core.values import (
     SUMMARY_TURN_ID_PREFIX,
     CompactionBudget,
     Role,

@@ -7,16 +7,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 from baseaicore import ValidationError
 
-from cutctx._actions import ACTIONS
-from cutctx._draft import BuiltinPolicy, Draft, Group, Stub
-from cutctx._drop import DropOldestPolicy
-from cutctx._executor import masked_turn, summary_turn
-from cutctx._invariants import Layout, layout
-from cutctx._masking import ObservationMaskingPolicy
-from cutctx._plan import CompactionPlan, table_of
-from cutctx._summarizing import SummarizingPolicy
-from cutctx._typing import CompactionPolicy
-from cutctx._values import (
+from cutctx._core.actions import ACTIONS
+from cutctx._core.executor import masked_turn, summary_turn
+from cutctx._core.invariants import Layout, layout
+from cutctx._core.plan import CompactionPlan, table_of
+from cutctx._core.protocols import CompactionPolicy
+from cutctx._core.values import (
     Action,
     CompactionBudget,
     Transcript,
@@ -26,6 +22,10 @@ from cutctx._values import (
     trusted_replacement,
     trusted_transcript,
 )
+from cutctx._policies.draft import BuiltinPolicy, Draft, Group, Stub
+from cutctx._policies.drop import DropOldestPolicy
+from cutctx._policies.masking import ObservationMaskingPolicy
+from cutctx._policies.summarizing import SummarizingPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from baseaicore import ValidationError
 
-from cutctx._actions import ACTIONS, ActionTable
-from cutctx._invariants import check_plan
-from cutctx._values import (
+from cutctx._core.actions import ACTIONS, ActionTable
+from cutctx._core.invariants import check_plan
+from cutctx._core.values import (
     CompactionBudget,
     SummarizationRequest,
     Transcript,
@@ -60,7 +60,7 @@ class CompactionPlan:
     ``estimator_ratio`` is the character ratio that priced the plan's stubs, if any;
     ``estimator_name`` names any other estimator that did.
 
-    A plan made by cutctx's policies holds its actions as columns (see ``cutctx._actions``) and
+    A plan made by cutctx's policies holds its actions as columns (see ``cutctx._core.actions``) and
     makes ``actions`` — the same ``TurnAction`` values — on first read, so planning and
     applying cost no object per turn; equality, hashing, ``repr`` and pickling see ``actions``
     as an ordinary field.

@@ -13,24 +13,24 @@ from typing import TYPE_CHECKING, Any, Final
 
 from baseaicore import ValidationError
 
-from cutctx._chain import PolicyChain
-from cutctx._drop import DropOldestPolicy
-from cutctx._estimators import CharRatioEstimator
-from cutctx._executor import CompactionExecutor
-from cutctx._masking import ObservationMaskingPolicy
-from cutctx._summarizing import SummarizingPolicy
-from cutctx._typing import CompactionPolicy
-from cutctx._values import CompactionBudget
+from cutctx._core.estimators import CharRatioEstimator
+from cutctx._core.executor import CompactionExecutor
+from cutctx._core.protocols import CompactionPolicy
+from cutctx._core.values import CompactionBudget
+from cutctx._policies.chain import PolicyChain
+from cutctx._policies.drop import DropOldestPolicy
+from cutctx._policies.masking import ObservationMaskingPolicy
+from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
 from cutctx.formats._common import Pricer
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from cutctx._plan import CompactionPlan
-    from cutctx._report import CompactionReport
-    from cutctx._typing import TokenEstimator
-    from cutctx._values import SummarizationRequest, TranscriptTurn
+    from cutctx._core.plan import CompactionPlan
+    from cutctx._core.protocols import TokenEstimator
+    from cutctx._core.report import CompactionReport
+    from cutctx._core.values import SummarizationRequest, TranscriptTurn
 
 __all__ = ["SUMMARY_PROMPT_ID", "CompactedMessages", "compact_messages"]
 

@@ -182,7 +182,7 @@ class Transcript:
 
     turns: tuple[TranscriptTurn, ...]
     _total: int = field(init=False, repr=False, compare=False, hash=False)
-    # Derived structure (see cutctx._invariants.layout), by protected_recent_turns.
+    # Derived structure (see cutctx._core.invariants.layout), by protected_recent_turns.
     _layouts: dict[int, object] = field(init=False, repr=False, compare=False, hash=False)
     _ids: tuple[str, ...] | None = field(init=False, repr=False, compare=False, hash=False)
 

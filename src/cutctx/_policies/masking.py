@@ -6,17 +6,8 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 from baseaicore import ValidationError
 
-from cutctx._draft import (
-    BuiltinPolicy,
-    Draft,
-    Stub,
-    content_digest,
-    estimator_marks,
-    keep_all,
-    stub_text,
-)
-from cutctx._estimators import CharRatioEstimator
-from cutctx._values import (
+from cutctx._core.estimators import CharRatioEstimator
+from cutctx._core.values import (
     DEFAULT_PLACEHOLDER,
     EMPTY_METADATA,
     Action,
@@ -28,10 +19,19 @@ from cutctx._values import (
     check_count,
     check_str,
 )
+from cutctx._policies.draft import (
+    BuiltinPolicy,
+    Draft,
+    Stub,
+    content_digest,
+    estimator_marks,
+    keep_all,
+    stub_text,
+)
 
 if TYPE_CHECKING:
-    from cutctx._invariants import Layout
-    from cutctx._typing import TokenEstimator
+    from cutctx._core.invariants import Layout
+    from cutctx._core.protocols import TokenEstimator
 
 __all__ = ["ObservationMaskingPolicy"]
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cutctx._values import Transcript
+    from cutctx._core.values import Transcript
 
 __all__ = ["CompactedTranscript", "CompactionReport"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import TYPE_CHECKING, Final
 
-from cutctx._values import Action, TurnAction, trusted_action, trusted_replacement
+from cutctx._core.values import Action, TurnAction, trusted_action, trusted_replacement
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence

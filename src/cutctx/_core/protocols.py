@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from cutctx._plan import CompactionPlan
-    from cutctx._values import CompactionBudget, Transcript
+    from cutctx._core.plan import CompactionPlan
+    from cutctx._core.values import CompactionBudget, Transcript
 
 __all__ = ["CompactionPolicy", "TokenEstimator"]
 

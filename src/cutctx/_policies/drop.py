@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from cutctx._draft import BuiltinPolicy, Draft, keep_all
-from cutctx._values import Action, CompactionBudget, Transcript
+from cutctx._core.values import Action, CompactionBudget, Transcript
+from cutctx._policies.draft import BuiltinPolicy, Draft, keep_all
 
 if TYPE_CHECKING:
-    from cutctx._invariants import Layout
+    from cutctx._core.invariants import Layout
 
 __all__ = ["DropOldestPolicy"]
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from baseaicore import ValidationError
 
-from cutctx._values import check_count, check_ratio, check_str
+from cutctx._core.values import check_count, check_ratio, check_str
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

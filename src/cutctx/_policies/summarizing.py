@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 from baseaicore import ValidationError
 
-from cutctx._draft import BuiltinPolicy, Draft, Group, keep_all
-from cutctx._values import Action, CompactionBudget, Transcript, check_count, check_str
+from cutctx._core.values import Action, CompactionBudget, Transcript, check_count, check_str
+from cutctx._policies.draft import BuiltinPolicy, Draft, Group, keep_all
 
 if TYPE_CHECKING:
-    from cutctx._invariants import Layout
+    from cutctx._core.invariants import Layout
 
 __all__ = ["SummarizingPolicy"]
 

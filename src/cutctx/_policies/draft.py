@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, ClassVar, Final, NamedTuple
 
 from baseaicore import ValidationError
 
-from cutctx._actions import CODES, MASK, MASKED, ActionTable, indices, is_plain
-from cutctx._estimators import CharRatioEstimator
-from cutctx._invariants import Layout, layout
-from cutctx._plan import CompactionPlan, plan_from_table
-from cutctx._values import (
+from cutctx._core.actions import CODES, MASK, MASKED, ActionTable, indices, is_plain
+from cutctx._core.estimators import CharRatioEstimator
+from cutctx._core.invariants import Layout, layout
+from cutctx._core.plan import CompactionPlan, plan_from_table
+from cutctx._core.values import (
     Action,
     CompactionBudget,
     SummarizationRequest,
@@ -34,7 +34,7 @@ from cutctx._values import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from cutctx._typing import TokenEstimator
+    from cutctx._core.protocols import TokenEstimator
 
 __all__ = [
     "BuiltinPolicy",

@@ -1,0 +1,1 @@
+"""The per-call entry points for provider messages, built on ``cutctx.formats``."""
