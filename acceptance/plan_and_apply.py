@@ -74,7 +74,7 @@ def main() -> int:
     claim("the plan asks for exactly one summary", lambda: len(plan.summarization_requests) == 1)
     claim(
         "deciding again gives the same plan hash",
-        lambda: policy.decide(transcript, budget).plan_hash == plan.plan_hash,
+        lambda: policy.decide(transcript, budget).plan_hash() == plan.plan_hash(),
     )
     claim("the plan is canonical JSON", lambda: json.loads(plan.to_json()) == plan.to_dict())
 
@@ -144,7 +144,7 @@ def main() -> int:
         "the report serializes to plain JSON",
         lambda: json.loads(json.dumps(report.to_dict())) == report.to_dict(),
     )
-    claim("the report's hash is the plan's", lambda: report.plan_hash == plan.plan_hash)
+    claim("the report's hash is the plan's", lambda: report.plan_hash == plan.plan_hash())
     claim(
         "the report accounts for every input turn",
         lambda: (

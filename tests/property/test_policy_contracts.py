@@ -183,7 +183,7 @@ def test_every_policy_keeps_the_contracts_or_refuses_only_an_unsatisfiable_budge
         assert view.token_estimate() == plan.tokens_after_estimate
         assert transcript == before
         again = make().decide(Transcript(tuple(transcript.turns)), budget)
-        assert again.plan_hash == plan.plan_hash
+        assert again.plan_hash() == plan.plan_hash()
 
 
 @given(case=cases())
@@ -214,5 +214,5 @@ def test_a_policys_plan_is_the_plan_its_actions_make(
         made = rebuilt(plan, transcript, budget)
         assert made == plan
         assert made.to_json() == plan.to_json()
-        assert made.plan_hash == plan.plan_hash
+        assert made.plan_hash() == plan.plan_hash()
         assert executor.apply(transcript, made, summaries) == applied

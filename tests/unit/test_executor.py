@@ -359,7 +359,7 @@ class TestCompactionExecutorReport:
         result = EXECUTOR.apply(TRANSCRIPT, MASK_PLAN)
         assert isinstance(result, CompactedTranscript)
         report = result.report
-        assert report.plan_hash == MASK_PLAN.plan_hash
+        assert report.plan_hash == MASK_PLAN.plan_hash()
         assert (report.policy_name, report.policy_version) == ("hand_built", "1.0.0")
         assert (report.tokens_before, report.tokens_after_estimate) == (210, 105)
         assert report.estimator_ratio is None

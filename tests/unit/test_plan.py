@@ -156,7 +156,7 @@ class TestNoWayAroundTheGate:
         plan = masked_plan()
         twin = dataclasses.replace(plan, transcript=TRANSCRIPT, budget=BUDGET)
         assert twin == plan
-        assert twin.plan_hash == plan.plan_hash
+        assert twin.plan_hash() == plan.plan_hash()
 
     def test_replace_against_another_budget_is_checked_against_that_budget(self) -> None:
         # 14 tokens no longer fit a budget of 13, so budget_unmet=False is now a lie.
@@ -221,7 +221,7 @@ class TestActionsOfAPolicysPlan:
                 assert len(plan.actions) == 4
             for twin in (pickle.loads(pickle.dumps(plan)), copy.deepcopy(plan)):  # noqa: S301 - our own bytes
                 assert twin == plan
-                assert twin.plan_hash == plan.plan_hash
+                assert twin.plan_hash() == plan.plan_hash()
 
     def test_another_missing_attribute_is_an_ordinary_attribute_error(self) -> None:
         plan = policy_plan()
@@ -291,23 +291,29 @@ class TestCompactionPlanSerialization:
         assert ", " not in text
         assert "\n" not in text
 
+    def test_plan_hash_and_canonical_json_are_methods_as_in_0_1(self) -> None:
+        plan = masked_plan()
+        assert callable(plan.plan_hash)
+        assert plan.canonical_json() == plan.to_json()
+        assert plan.plan_hash() == hashlib.sha256(plan.canonical_json().encode()).hexdigest()
+
     def test_plan_hash_is_the_sha256_of_the_utf8_canonical_json(self) -> None:
         plan = masked_plan()
         expected = hashlib.sha256(EXPECTED_JSON.encode("utf-8")).hexdigest()
-        assert plan.plan_hash == expected
-        assert plan.plan_hash == expected  # the cached value agrees with the first
-        assert plan.plan_hash == hashlib.sha256(plan.to_json().encode()).hexdigest()
+        assert plan.plan_hash() == expected
+        assert plan.plan_hash() == expected  # the cached value agrees with the first
+        assert plan.plan_hash() == hashlib.sha256(plan.to_json().encode()).hexdigest()
 
     def test_different_plans_hash_differently_and_equal_plans_alike(self) -> None:
-        assert masked_plan().plan_hash == masked_plan().plan_hash
-        assert masked_plan().plan_hash != masked_plan(policy_version="1.2.4").plan_hash
+        assert masked_plan().plan_hash() == masked_plan().plan_hash()
+        assert masked_plan().plan_hash() != masked_plan(policy_version="1.2.4").plan_hash()
 
     def test_estimator_name_appears_only_when_set(self) -> None:
         assert "estimator_name" not in masked_plan().to_dict()
         named = masked_plan(estimator_ratio=None, estimator_name="tiktoken:o200k_base")
         assert named.to_dict()["estimator_name"] == "tiktoken:o200k_base"
         assert '"estimator_name":"tiktoken:o200k_base"' in named.to_json()
-        assert named.plan_hash != masked_plan(estimator_ratio=None).plan_hash
+        assert named.plan_hash() != masked_plan(estimator_ratio=None).plan_hash()
 
     def test_plan_hash_is_identical_in_processes_with_other_hash_seeds(self) -> None:
         script = textwrap.dedent(
@@ -325,7 +331,7 @@ class TestCompactionPlanSerialization:
                 (SummarizationRequest(g, ("a", "b"), 3, "recap"),),
                 40, 15, "p", "1", 4.0, False,
                 transcript=t, budget=CompactionBudget(20, 1))
-            print(plan.plan_hash)
+            print(plan.plan_hash())
             """
         )
         namespace: dict[str, Any] = {}
@@ -341,8 +347,8 @@ class TestCompactionPlanSerialization:
                 timeout=60,
             )
             hashes.add(done.stdout.strip())
-        exec(script.replace("print(plan.plan_hash)", ""), namespace)  # noqa: S102 - our own script
-        assert hashes == {namespace["plan"].plan_hash}
+        exec(script.replace("print(plan.plan_hash())", ""), namespace)  # noqa: S102 - our own script
+        assert hashes == {namespace["plan"].plan_hash()}
         assert len(next(iter(hashes))) == 64
 
 
@@ -407,7 +413,7 @@ def test_a_plan_longer_than_one_piece_hashes_its_whole_canonical_json() -> None:
     assert {action.action for action in plan.actions} == {Action.KEEP, Action.MASK}
     expected = canonical_json(plan.to_dict())
     assert plan.to_json() == expected
-    assert plan.plan_hash == hashlib.sha256(expected.encode("utf-8")).hexdigest()
+    assert plan.plan_hash() == hashlib.sha256(expected.encode("utf-8")).hexdigest()
 
 
 @pytest.mark.parametrize(
@@ -419,4 +425,4 @@ def test_stubs_are_written_as_canonical_json_whatever_their_label(placeholder: s
     plan = ObservationMaskingPolicy(0, placeholder).decide(Transcript(POLICY_TURNS), POLICY_BUDGET)
     assert any(action.action is Action.MASK for action in plan.actions)
     assert plan.to_json() == canonical_json(plan.to_dict())
-    assert plan.plan_hash == hashlib.sha256(plan.to_json().encode("utf-8")).hexdigest()
+    assert plan.plan_hash() == hashlib.sha256(plan.to_json().encode("utf-8")).hexdigest()

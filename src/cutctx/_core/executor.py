@@ -156,7 +156,7 @@ def _build(
             summary_ids.append(summary.turn_id)
     view = tuple(compress(map(placed.get, range(len(turns)), turns), stays))
     report = CompactionReport(
-        plan_hash=plan.plan_hash,
+        plan_hash=plan.plan_hash(),
         policy_name=plan.policy_name,
         policy_version=plan.policy_version,
         tokens_before=plan.tokens_before,

@@ -195,9 +195,18 @@ class CompactionPlan:
             data["estimator_name"] = self.estimator_name
         return data
 
-    @property
+    def canonical_json(self) -> str:
+        """Return the canonical JSON form, the text ``plan_hash()`` digests (``to_json()``).
+
+        .. versionadded:: 0.1.0
+        """
+        return self.to_json()
+
     def plan_hash(self) -> str:
-        """The SHA-256 hex digest of ``to_json()`` as UTF-8, identical on every platform."""
+        """Return the SHA-256 hex digest of ``to_json()`` as UTF-8, identical on every platform.
+
+        It is a method, as in 0.1; the report's ``plan_hash`` is a field holding its value.
+        """
         if self._hash is None:
             hasher = hashlib.sha256()
             for piece in self._json_pieces():
