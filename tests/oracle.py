@@ -172,12 +172,21 @@ def summarizing(transcript: Transcript, budget: CompactionBudget, rule: Summariz
     if sum(turn.token_estimate for turn in turns) <= budget.max_tokens:
         return decision
     pieces = whole_pieces(transcript, removable_runs(transcript, budget))
-    long_enough = [piece for piece in pieces if len(piece) >= rule.min_span_turns]
-    if not long_enough:
+
+    def target_of(piece: list[int]) -> int:
+        return max(1, round(sum(turns[p].token_estimate for p in piece) * rule.target_ratio))
+
+    # A piece is taken only if long enough and its summary would be smaller than it is.
+    qualifying = [
+        piece
+        for piece in pieces
+        if len(piece) >= rule.min_span_turns
+        and target_of(piece) < sum(turns[p].token_estimate for p in piece)
+    ]
+    if not qualifying:
         return decision
-    span = min(long_enough, key=lambda piece: piece[0])
-    span_tokens = sum(turns[p].token_estimate for p in span)
-    target = max(1, round(span_tokens * rule.target_ratio))
+    span = min(qualifying, key=lambda piece: piece[0])
+    target = target_of(span)
     decision.groups.append(([turns[p].turn_id for p in span], target, rule.prompt_id))
     return decision
 

@@ -34,7 +34,7 @@ masks = st.builds(
 summaries = st.builds(
     oracle.Summarize,
     prompt_id=st.just("summaries/v1"),
-    target_ratio=st.sampled_from([0.2, 0.5, 0.25, 1.0, 0.1, 0.35]),
+    target_ratio=st.sampled_from([0.2, 0.5, 0.25, 1.0, 0.1, 0.35, 0.9, 1.5]),
     min_span_turns=st.integers(min_value=1, max_value=5),
 )
 rules = st.one_of(masks, summaries, st.just(oracle.Drop()))

@@ -201,7 +201,13 @@ class TestPolicyChain:
     def test_a_member_that_is_not_a_policy_is_refused_by_position(self) -> None:
         with pytest.raises(ValidationError) as caught:
             PolicyChain([DropOldestPolicy(), object()])  # type: ignore[list-item]
-        assert caught.value.details == {"field": "PolicyChain.policies", "index": 1}
+        assert "not a CompactionPolicy" in str(caught.value)
+        assert caught.value.details == {
+            "field": "PolicyChain.policies",
+            "index": 1,
+            "expected": "a CompactionPolicy",
+            "type": "object",
+        }
 
     def test_a_transcript_that_fits_is_kept_whole_and_no_member_runs(self) -> None:
         spy = Spy()

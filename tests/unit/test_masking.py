@@ -357,6 +357,8 @@ class TestObservationMaskingPolicy:
             ({"keep_recent_results": True}, "keep_recent_results"),
             ({"keep_recent_results": 1.0}, "keep_recent_results"),
             ({"placeholder": ""}, "placeholder"),
+            ({"placeholder": "   "}, "placeholder"),
+            ({"placeholder": "\t\n"}, "placeholder"),
             ({"placeholder": 3}, "placeholder"),
             ({"estimator": object()}, "estimator"),
         ],

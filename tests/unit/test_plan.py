@@ -457,7 +457,9 @@ class TestCompactionPlanSerialization:
 def awkward_plans(draw: st.DrawFn) -> CompactionPlan:
     """Hand-built plans over TOOL turns whose ids, stubs, prompt ids, policy names and estimator
     names are arbitrary text (quotes, backslashes, control characters, non-ASCII)."""
-    ids = draw(st.lists(st.text(min_size=1), min_size=1, max_size=8, unique=True))
+    # Ids and prompt ids are names: blank ones are refused (as in 0.1), any other text goes.
+    names = st.text(min_size=1).filter(lambda text: not text.isspace())
+    ids = draw(st.lists(names, min_size=1, max_size=8, unique=True))
     turns = tuple(TranscriptTurn(i, Role.TOOL, "body", 50, f"call-{n}") for n, i in enumerate(ids))
     kinds = draw(st.lists(st.sampled_from(list(Action)), min_size=len(ids), max_size=len(ids)))
     stubs = draw(st.lists(st.text(), min_size=len(ids), max_size=len(ids)))
@@ -476,7 +478,7 @@ def awkward_plans(draw: st.DrawFn) -> CompactionPlan:
             after += 50 if kind is Action.KEEP else 0
     requests: tuple[SummarizationRequest, ...] = ()
     if summarized:
-        requests = (SummarizationRequest(group_id, summarized, 3, draw(st.text(min_size=1))),)
+        requests = (SummarizationRequest(group_id, summarized, 3, draw(names)),)
         after += 3
     return CompactionPlan(
         actions=tuple(actions),

@@ -420,3 +420,125 @@ def test_refusal_messages_truncate_long_values_to_one_line() -> None:
         "TranscriptTurn.pinned",
     )
     assert len(str(error)) < 200
+
+
+BLANKS = [" ", "\t\n", "\u3000", "  \r  "]
+
+
+class TestBlankNamesAreRefusedLikeEmptyOnes:
+    """As in 0.1: a turn id, group id or prompt id of whitespace alone is refused as empty."""
+
+    @pytest.mark.parametrize("blank", ["", *BLANKS])
+    @pytest.mark.parametrize(
+        ("build", "field", "words"),
+        [
+            (lambda v: TranscriptTurn(v, Role.USER, "c", 1), "turn_id", "non-empty turn_id"),
+            (lambda v: TurnAction(v, Action.KEEP), "turn_id", "non-empty turn_id"),
+            (
+                lambda v: TurnAction("t", Action.SUMMARIZE, v),
+                "summary_group",
+                "non-empty group_id",
+            ),
+            (
+                lambda v: SummarizationRequest(v, ("a",), 1, "p"),
+                "group_id",
+                "non-empty group_id",
+            ),
+            (
+                lambda v: SummarizationRequest("g", ("a", v), 1, "p"),
+                "turn_ids[]",
+                "non-empty turn_id",
+            ),
+            (
+                lambda v: SummarizationRequest("g", ("a",), 1, v),
+                "prompt_id",
+                "versioned prompt record",
+            ),
+        ],
+        ids=["turn", "action", "action group", "request group", "request turn", "prompt"],
+    )
+    def test_is_refused_naming_the_field_with_0_1_words(
+        self, build: Callable[[str], object], field: str, words: str, blank: str
+    ) -> None:
+        error = refused(lambda: build(blank), field)
+        assert words in str(error)
+        key = "turn_id" if field == "turn_ids[]" else field
+        assert error.details[key] == blank
+
+    def test_a_name_with_spaces_around_text_is_accepted_as_it_is(self) -> None:
+        assert TranscriptTurn(" a ", Role.USER, "c", 1).turn_id == " a "
+        request = SummarizationRequest(" g ", (" a",), 1, " p ")
+        assert (request.group_id, request.turn_ids, request.prompt_id) == (" g ", (" a",), " p ")
+
+
+class TestErrorDetailsCarryTheOffendingValue:
+    """As in 0.1, under the field's own name; the current keys stay."""
+
+    @pytest.mark.parametrize(
+        ("build", "field", "name", "value"),
+        [
+            (
+                lambda: TranscriptTurn("t", Role.USER, "c", -1),
+                "TranscriptTurn",
+                "token_estimate",
+                -1,
+            ),
+            (lambda: TurnReplacement("s", -3), "TurnReplacement", "token_estimate", -3),
+            (lambda: CompactionBudget(-1), "CompactionBudget", "max_tokens", -1),
+            (lambda: CompactionBudget(5, -2), "CompactionBudget", "protected_recent_turns", -2),
+            (
+                lambda: SummarizationRequest("g", ("a",), -4, "p"),
+                "SummarizationRequest",
+                "target_tokens",
+                -4,
+            ),
+            (
+                lambda: CompactionBudget(max_tokens=1.5),  # type: ignore[arg-type]
+                "CompactionBudget",
+                "max_tokens",
+                1.5,
+            ),
+        ],
+        ids=["turn estimate", "stub estimate", "max_tokens", "protected", "target", "float"],
+    )
+    def test_a_bad_figure_is_in_details_under_its_name(
+        self, build: Callable[[], object], field: str, name: str, value: object
+    ) -> None:
+        error = refused(build, f"{field}.{name}")
+        assert error.details[name] == value
+        assert error.details["field"] == f"{field}.{name}"
+        assert error.details["expected"] == "an int >= 0"
+        assert error.details["type"] == type(value).__name__
+
+    def test_a_negative_target_is_named_in_the_message(self) -> None:
+        error = refused(lambda: SummarizationRequest("g", ("a",), -1, "p"), "target_tokens")
+        assert "negative target_tokens" in str(error)
+
+    def test_a_turns_content_never_goes_into_details(self) -> None:
+        error = refused(lambda: TranscriptTurn("t", Role.USER, b"secret", 1), "content")  # type: ignore[arg-type]
+        assert "content" not in error.details
+        assert error.details["type"] == "bytes"
+
+
+class TestRepeatedTurnIds:
+    def test_a_request_repeating_an_id_is_refused_with_the_sorted_repeats(self) -> None:
+        error = refused(
+            lambda: SummarizationRequest("g", ("b", "a", "b", "c", "a"), 1, "p"),
+            "SummarizationRequest.turn_ids",
+        )
+        assert error.details["duplicate_turn_ids"] == ["a", "b"]
+        assert "repeats" in str(error)
+
+    def test_a_request_repeating_one_id_names_it(self) -> None:
+        error = refused(lambda: SummarizationRequest("g", ("a", "a"), 1, "p"), "turn_ids")
+        assert error.details["duplicate_turn_ids"] == ["a"]
+
+    def test_a_request_covering_no_turns_says_so(self) -> None:
+        error = refused(lambda: SummarizationRequest("g", (), 1, "p"), "turn_ids")
+        assert "covers no turns" in str(error)
+
+    def test_a_transcript_repeating_ids_names_every_repeat_sorted_and_the_first(self) -> None:
+        turns = (user("b"), user("a"), user("b"), user("c"), user("a"), user("a"))
+        error = refused(lambda: Transcript(turns), "Transcript.turns")
+        assert error.details["duplicate_turn_ids"] == ["a", "b"]
+        assert (error.details["turn_id"], error.details["index"]) == ("b", 2)

@@ -18,7 +18,7 @@ from cutctx._core.values import (
     TurnReplacement,
     check_bool,
     check_count,
-    check_str,
+    check_name,
 )
 from cutctx._policies.draft import (
     BuiltinPolicy,
@@ -53,7 +53,7 @@ class ObservationMaskingPolicy(BuiltinPolicy):
     masked, whatever the budget; neither is an untouchable turn nor one already masked.
 
     Raises:
-        ValidationError: for a negative ``keep_recent_results``, an empty or non-string
+        ValidationError: for a negative ``keep_recent_results``, an empty, blank or non-string
             ``placeholder`` or an ``estimator`` without ``estimate_tokens``.
     """
 
@@ -72,7 +72,9 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         self._keep_recent_results = check_count(
             "ObservationMaskingPolicy", "keep_recent_results", keep_recent_results
         )
-        self._placeholder = check_str("ObservationMaskingPolicy", "placeholder", placeholder)
+        self._placeholder = check_name(
+            "ObservationMaskingPolicy", "placeholder", placeholder, "placeholder"
+        )
         if estimator is not None and not callable(getattr(estimator, "estimate_tokens", None)):
             raise ValidationError(
                 "ObservationMaskingPolicy.estimator must have estimate_tokens(text) -> int",
