@@ -1,6 +1,6 @@
 """Every policy's plan equals, field for field, the plan its independent oracle expects.
 
-The oracles (``tests/oracle.py``) restate each §5 rule as a plain loop; a difference in any
+The oracles (``tests/oracle.py``) restate each 0.1 rule as a plain loop; a difference in any
 action, stub, figure, group id, request order or recorded ratio fails these tests.
 """
 

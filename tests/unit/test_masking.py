@@ -1,4 +1,4 @@
-"""ObservationMaskingPolicy: the §5 masking rules, with figures computed by hand.
+"""ObservationMaskingPolicy: the 0.1 masking rules, with figures computed by hand.
 
 A default stub is the 30-character label, ``" (original: "`` (12), the count's digits,
 ``" tokens, sha256:"`` (16), 64 hex digits and ``")"`` (1): 123 characters plus the digits. So a

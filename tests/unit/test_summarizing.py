@@ -1,4 +1,4 @@
-"""SummarizingPolicy: the §5 span rules, with spans and targets worked out by hand."""
+"""SummarizingPolicy: the 0.1 span rules, with spans and targets worked out by hand."""
 
 from __future__ import annotations
 

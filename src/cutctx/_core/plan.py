@@ -56,8 +56,6 @@ class NotCarried:
 
     A plan is validated against the transcript and budget it is for, then holds no reference to
     them; reading either gives this marker, whose ``repr`` says so.
-
-    .. versionadded:: 0.1.0
     """
 
     __slots__ = ("_name",)
@@ -220,7 +218,7 @@ class CompactionPlan:
         return self.to_json()
 
     def plan_hash(self) -> str:
-        r"""Return the SHA-256 hex digest of ``to_json()`` as UTF-8, identical on every platform.
+        r"""Return the SHA-256 hex digest of ``canonical_json()`` as UTF-8, the same everywhere.
 
         A lone surrogate in a string of the plan is hashed as its JSON escape ``\udXXX``
         (UTF-8 cannot encode it), so the hash never raises.
