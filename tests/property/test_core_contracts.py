@@ -1,6 +1,6 @@
 """Contracts 1-5 for DropOldestPolicy and the executor, over random transcripts.
 
-Every oracle here is restated from the contracts in a few obvious lines; none calls the library's own
+Every oracle here restates a contract in a few obvious lines; none calls the library's own
 layout or gate.
 """
 
