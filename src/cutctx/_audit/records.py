@@ -253,6 +253,10 @@ class CompactionRecord:
             record["budget"], "budget", frozenset(("max_tokens", "protected_recent_turns"))
         )
         policy = _object(record["policy"], "policy", frozenset(("name", "version", "config")))
+        if not isinstance(record["seal"], Mapping):  # a record read back is never sealed anew
+            raise _refuse(
+                "seal", f"a JSON object with the keys {', '.join(SEALED)}", record["seal"]
+            )
         return cls(
             record["schema_version"],
             record["plan"],
@@ -383,6 +387,12 @@ def verify(
             f"the policy differs: the record names {record.policy_name}@{record.policy_version}, "
             f"the policy is {made[0]}@{made[1]}"
         )
+    elif policy is not None and record.policy_config is not None:
+        given = policy_config(policy)
+        if given is not None and canonical_json(given) != canonical_json(
+            _thawed(record.policy_config)
+        ):
+            differences.append("the policy's configuration differs from the record's")
     try:
         derived = chosen.decide(transcript, record.budget)
     except BudgetUnsatisfiable as error:
