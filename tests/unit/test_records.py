@@ -28,7 +28,7 @@ from cutctx import (
     default_chain,
     verify,
 )
-from cutctx._audit.policies import ROWS, NotRebuildable, describe, policy_config, rebuild
+from cutctx._audit.policies import ROWS, Config, NotRebuildable, describe, policy_config, rebuild
 from cutctx._audit.records import SEALED, transcript_digest
 
 if TYPE_CHECKING:
@@ -101,12 +101,12 @@ def edited(record: CompactionRecord, change: Any) -> CompactionRecord:
 
 
 def oracle_digest(transcript: Transcript) -> str:
-    """The transcript digest restated from docs/records.md: canonical JSON of every field."""
+    """The transcript digest restated from docs/records.md: every field, the body by its digest."""
     turns = [
         {
             "turn_id": t.turn_id,
             "role": t.role.value,
-            "content": t.content,
+            "content_sha256": hashlib.sha256(t.content.encode("utf-8")).hexdigest(),
             "token_estimate": t.token_estimate,
             "tool_call_id": t.tool_call_id,
             "pinned": t.pinned,
@@ -119,7 +119,9 @@ def oracle_digest(transcript: Transcript) -> str:
 
 
 class TestTranscriptDigest:
-    def test_it_is_the_sha256_of_the_canonical_json_of_every_field(self) -> None:
+    def test_it_is_the_sha256_of_the_canonical_json_of_every_field_with_the_body_digested(
+        self,
+    ) -> None:
         assert transcript_digest(TRANSCRIPT) == oracle_digest(TRANSCRIPT)
         assert transcript_digest(Transcript(())) == oracle_digest(Transcript(()))
 
@@ -295,6 +297,10 @@ class TestToDictAndFromDict:
             (lambda d: d["plan"].update(x=math.nan), "CompactionRecord.plan.x must be a finite"),
             (lambda d: d["plan"].update(x={1: 2}), "CompactionRecord.plan.x must be an object"),
             (lambda d: d["plan"].update(x={1, 2}), "CompactionRecord.plan.x must be JSON data"),
+            (
+                lambda d: d["plan"]["actions"][1].update(turn_id=[1, b"2"]),
+                "CompactionRecord.plan.actions[1].turn_id[1] must be JSON data",
+            ),
             (lambda d: d.update(plan_hash="ABC"), "plan_hash must be 64 lowercase hex digits"),
             (lambda d: d.update(budget=[]), "budget must be a JSON object"),
             (lambda d: d["budget"].pop("max_tokens"), "budget lacks the key 'max_tokens'"),
@@ -322,6 +328,26 @@ class TestToDictAndFromDict:
     def test_data_that_is_not_an_object_is_refused(self) -> None:
         with pytest.raises(ValidationError, match="record must be a JSON object"):
             CompactionRecord.from_dict([])  # type: ignore[arg-type]
+
+    def test_the_constructor_refuses_a_budget_that_is_not_a_budget(self) -> None:
+        record = record_of(DropOldestPolicy())
+        with pytest.raises(ValidationError, match=r"CompactionRecord\.budget must be"):
+            CompactionRecord(
+                1,
+                record.to_dict()["plan"],
+                record.plan_hash,
+                {"max_tokens": 300},  # type: ignore[arg-type]
+                record.policy_name,
+                record.policy_version,
+                {},
+                record.transcript_digest,
+            )
+
+    def test_subclasses_of_json_scalars_are_kept_as_their_json(self) -> None:
+        data = record_of(DropOldestPolicy()).to_dict()
+        data["plan"]["policy_name"] = Role.USER  # a str enum: JSON writes its value
+        record = CompactionRecord.from_dict(data)
+        assert record.to_dict()["plan"]["policy_name"] == "user"
 
 
 class TestVerify:
@@ -547,6 +573,14 @@ class TestPolicyTable:
         kinds = {row.kind for row in ROWS}
         assert {type(p) for p in BUILT_IN} <= kinds
         assert len({row.name for row in ROWS}) == len(ROWS)
+
+    def test_a_knob_with_a_default_reads_the_default_when_absent(self) -> None:
+        config = Config({"present": 2}, "policy.config")
+        assert config.count("present") == 2
+        assert config.count("absent", 7) == 7
+        assert config.text("label", "x") == "x"
+        assert config.number("ratio", 0.5) == 0.5
+        config.finish()
 
     def test_a_class_without_a_row_has_no_configuration(self) -> None:
         assert policy_config(Custom()) is None
