@@ -27,6 +27,10 @@ report. cutctx never calls a model. Everything public is exported here; the rest
 True
 """
 
+from cutctx._audit.explain import explain as explain
+from cutctx._audit.records import CompactionRecord as CompactionRecord
+from cutctx._audit.records import Verification as Verification
+from cutctx._audit.records import verify as verify
 from cutctx._core.errors import BudgetUnsatisfiable as BudgetUnsatisfiable
 from cutctx._core.errors import CompactionError as CompactionError
 from cutctx._core.errors import PlanTranscriptMismatch as PlanTranscriptMismatch
@@ -76,6 +80,7 @@ __all__ = [
     "CompactionExecutor",
     "CompactionPlan",
     "CompactionPolicy",
+    "CompactionRecord",
     "CompactionReport",
     "DropOldestPolicy",
     "ObservationMaskingPolicy",
@@ -91,9 +96,12 @@ __all__ = [
     "TranscriptTurn",
     "TurnAction",
     "TurnReplacement",
+    "Verification",
     "__version__",
     "compact_messages",
     "default_chain",
+    "explain",
+    "verify",
 ]
 
 # Tracebacks, reprs and docs show the public path (cutctx.CompactionPlan), not the private one.
