@@ -98,6 +98,8 @@ def read(name: str, fmt: str | None) -> Conversation:
             JSON that is neither a list of messages nor a request body holding one.
     """
     text = _text(name)
+    if not text.strip():
+        raise CliError(f"{name}: empty input, expected JSON or JSONL messages")
     jsonl = name.endswith(".jsonl")
     data: Any
     if jsonl:
@@ -137,8 +139,6 @@ def _lines(name: str, text: str) -> list[Any]:
             values.append(json.loads(line))
         except json.JSONDecodeError as error:
             raise CliError(f"{name}: line {number}: invalid JSON: {error}") from None
-    if not values:
-        raise CliError(f"{name}: empty input, expected JSON or JSONL messages")
     return values
 
 
