@@ -6,6 +6,10 @@ Plan → fulfil → apply: a policy's ``decide(transcript, budget)`` returns a `
 report. cutctx never calls a model. Everything public is exported here; the rest is private.
 """
 
+from cutctx._audit.explain import explain as explain
+from cutctx._audit.records import CompactionRecord as CompactionRecord
+from cutctx._audit.records import Verification as Verification
+from cutctx._audit.records import verify as verify
 from cutctx._core.errors import BudgetUnsatisfiable as BudgetUnsatisfiable
 from cutctx._core.errors import CompactionError as CompactionError
 from cutctx._core.errors import PlanTranscriptMismatch as PlanTranscriptMismatch
@@ -55,6 +59,7 @@ __all__ = [
     "CompactionExecutor",
     "CompactionPlan",
     "CompactionPolicy",
+    "CompactionRecord",
     "CompactionReport",
     "DropOldestPolicy",
     "ObservationMaskingPolicy",
@@ -70,8 +75,11 @@ __all__ = [
     "TranscriptTurn",
     "TurnAction",
     "TurnReplacement",
+    "Verification",
     "compact_messages",
     "default_chain",
+    "explain",
+    "verify",
 ]
 
 # Tracebacks, reprs and docs show the public path (cutctx.CompactionPlan), not the private one.

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import KW_ONLY, InitVar, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from baseaicore import ValidationError
 
@@ -16,6 +17,7 @@ from cutctx._core.values import (
     SummarizationRequest,
     Transcript,
     TurnAction,
+    TurnReplacement,
     check_bool,
     check_count,
     check_ratio,
@@ -23,7 +25,7 @@ from cutctx._core.values import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 __all__ = ["CompactionPlan", "canonical_json", "plan_from_table", "table_of"]
 
@@ -150,6 +152,47 @@ class CompactionPlan:
             ],
             **self._figures(),
         }
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], *, transcript: Transcript, budget: CompactionBudget
+    ) -> CompactionPlan:
+        """Return the plan a ``to_dict()`` object describes, through the gate like any plan.
+
+        ``from_dict(plan.to_dict(), ...) == plan``, with the same ``plan_hash()``. ``transcript``
+        and ``budget`` are the ones the plan is for, as for the constructor.
+
+        .. versionadded:: 0.1.0
+
+        Raises:
+            ValidationError: naming the key or index that is malformed (a missing or unknown key,
+                a value of the wrong type) or every invariant a tampered plan violates.
+            BudgetUnsatisfiable: if the untouchable set alone is over ``budget``.
+        """
+        return cls(**_plan_fields(data), transcript=transcript, budget=budget)
+
+    @classmethod
+    def from_json(
+        cls, text: str | bytes, *, transcript: Transcript, budget: CompactionBudget
+    ) -> CompactionPlan:
+        """Return the plan whose JSON text (``to_json()``, or any JSON of ``to_dict()``) is given.
+
+        .. versionadded:: 0.1.0
+
+        Raises:
+            ValidationError: if ``text`` is not JSON, and as ``from_dict``.
+            BudgetUnsatisfiable: if the untouchable set alone is over ``budget``.
+        """
+        if not isinstance(text, str | bytes):
+            raise _wrong("from_json(text)", "JSON text (str or bytes)", text)
+        try:
+            data = json.loads(text)
+        except ValueError as error:  # JSONDecodeError and UnicodeDecodeError alike
+            raise ValidationError(
+                f"CompactionPlan.from_json: the text is not JSON ({error})",
+                details={"field": "text"},
+            ) from None
+        return cls.from_dict(data, transcript=transcript, budget=budget)
 
     def to_json(self) -> str:
         """Return the canonical JSON form: sorted keys, no whitespace, hashed as UTF-8.
@@ -298,3 +341,113 @@ def _tuple_of[T](value: object, kind: type[T], name: str) -> tuple[T, ...]:
     if not isinstance(value, tuple | list) or not all(isinstance(item, kind) for item in value):
         raise _wrong(name, f"a tuple of {kind.__name__}", value)
     return tuple(value)
+
+
+# Reading a plan back from its dict (``CompactionPlan.from_dict``): every key is required and no
+# other is allowed, each value is checked for its JSON type here, so that a malformed record fails
+# with the key or index it lacks; the values themselves are then checked where they are born.
+
+_PLAN_KEYS: Final = frozenset(
+    {
+        "actions",
+        "summarization_requests",
+        "tokens_before",
+        "tokens_after_estimate",
+        "policy_name",
+        "policy_version",
+        "estimator_ratio",
+        "budget_unmet",
+    }
+)
+_ACTION_KEYS: Final = frozenset({"action", "replacement", "summary_group", "turn_id"})
+_REPLACEMENT_KEYS: Final = frozenset({"content", "token_estimate"})
+_REQUEST_KEYS: Final = frozenset({"group_id", "turn_ids", "target_tokens", "prompt_id"})
+_BY_WIRE: Final = {action.value: action for action in ACTIONS}
+
+
+def _malformed(where: str, problem: str) -> ValidationError:
+    return ValidationError(
+        f"CompactionPlan.from_dict: {where} {problem}", details={"field": where or "plan"}
+    )
+
+
+def _object(
+    value: object, where: str, keys: frozenset[str], optional: frozenset[str]
+) -> Mapping[str, Any]:
+    """Return ``value`` if it is an object with exactly ``keys`` (and any of ``optional``)."""
+    if not isinstance(value, Mapping):
+        raise _malformed(where, f"must be a JSON object, got {type(value).__name__}")
+    missing = sorted(keys - value.keys())
+    if missing:
+        raise _malformed(where, f"lacks the key {missing[0]!r}")
+    unknown = sorted(str(key) for key in value.keys() - keys - optional)
+    if unknown:
+        raise _malformed(where, f"holds the unknown key {unknown[0]!r}")
+    return value
+
+
+def _array(value: object, where: str) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        raise _malformed(where, f"must be a JSON array, got {type(value).__name__}")
+    return list(value)
+
+
+def _born[T](where: str, make: Callable[[], T]) -> T:
+    """Return ``make()``, naming ``where`` in the error a value refuses its fields with."""
+    try:
+        return make()
+    except ValidationError as error:
+        raise ValidationError(
+            f"CompactionPlan.from_dict: {where}: {error.message}",
+            details={**error.details, "field": where},
+        ) from None
+
+
+def _plan_fields(data: object) -> dict[str, Any]:
+    """Return the constructor's fields (all but transcript and budget) from a plan's dict."""
+    plan = _object(data, "plan", _PLAN_KEYS, frozenset({"estimator_name"}))
+    actions = [
+        _action(item, f"actions[{index}]")
+        for index, item in enumerate(_array(plan["actions"], "actions"))
+    ]
+    requests = [
+        _request(item, f"summarization_requests[{index}]")
+        for index, item in enumerate(
+            _array(plan["summarization_requests"], "summarization_requests")
+        )
+    ]
+    fields = {key: plan[key] for key in _PLAN_KEYS - {"actions", "summarization_requests"}}
+    fields["actions"] = tuple(actions)
+    fields["summarization_requests"] = tuple(requests)
+    fields["estimator_name"] = plan.get("estimator_name")
+    return fields
+
+
+def _action(value: object, where: str) -> TurnAction:
+    item = _object(value, where, _ACTION_KEYS, frozenset())
+    wire = item["action"]
+    if not isinstance(wire, str) or wire not in _BY_WIRE:
+        raise _malformed(f"{where}.action", f"must be one of {', '.join(_WIRE)}, got {wire!r:.40}")
+    raw = item["replacement"]
+    replacement = None
+    if raw is not None:
+        body = _object(raw, f"{where}.replacement", _REPLACEMENT_KEYS, frozenset())
+        replacement = _born(
+            f"{where}.replacement",
+            lambda: TurnReplacement(body["content"], body["token_estimate"]),
+        )
+    return _born(
+        where,
+        lambda: TurnAction(item["turn_id"], _BY_WIRE[wire], item["summary_group"], replacement),
+    )
+
+
+def _request(value: object, where: str) -> SummarizationRequest:
+    item = _object(value, where, _REQUEST_KEYS, frozenset())
+    turn_ids = _array(item["turn_ids"], f"{where}.turn_ids")
+    return _born(
+        where,
+        lambda: SummarizationRequest(
+            item["group_id"], tuple(turn_ids), item["target_tokens"], item["prompt_id"]
+        ),
+    )
