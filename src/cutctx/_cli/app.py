@@ -8,14 +8,17 @@ user: every failure the library reports is a typed error, turned into one line h
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NoReturn
 
 from baseaicore import SuiteError
 
-from cutctx._cli.inputs import FORMATS, CliError, expand, read
-from cutctx._cli.job import POLICIES, Job, Settings
+from cutctx._audit.explain import explain
+from cutctx._audit.records import CompactionRecord, verify
+from cutctx._cli.inputs import FORMATS, CliError, expand, read, read_text
+from cutctx._cli.job import POLICIES, Job, Settings, rebuilt_policy, system_digest
 from cutctx._cli.views import html_page, rows, stats_text, summary_line, table
 from cutctx._core.errors import BudgetUnsatisfiable
 
@@ -146,6 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _fail(f"{name}: the budget cannot be met: {error}", UNMET)
         except SuiteError as error:
             code = _fail(f"{name}: {error}", BAD_INPUT)
+        except Exception as error:  # noqa: BLE001 - a bug still ends in one line, not a traceback
+            code = _fail(f"{name}: internal error, please report it: {error!r:.200}", BAD_INPUT)
         worst = max(worst, code)
     return worst
 
@@ -173,7 +178,10 @@ def _plan(arguments: argparse.Namespace, name: str) -> int:
     if arguments.html:
         target = _target(arguments.html, name, ".html", several=arguments.several)
         _write(target, html_page(job, lines))
-    _out(table(job, lines))
+    if arguments.json:
+        _out(json.dumps(job.record().to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n")
+    else:
+        _out(table(job, lines))
     return _outcome(job)
 
 
@@ -193,7 +201,36 @@ def _compact(arguments: argparse.Namespace, name: str) -> int:
 
 
 def _verify(arguments: argparse.Namespace, name: str) -> int:
-    raise CliError("verify needs records")
+    record = _record(arguments.record)
+    settings = Settings(
+        max_tokens=record.budget.max_tokens,
+        protected_recent_turns=record.budget.protected_recent_turns,
+        keep_first=record.keep_first or 0,
+        tokenizer=record.tokenizer or "chars",
+    )
+    job = Job.prepare(read(name, record.format), settings, plan=False)
+    outcome = verify(record, job.transcript, rebuilt_policy(record, job.estimator))
+    differences = list(outcome.differences)
+    if record.system_digest != system_digest(job.conversation.system):
+        differences.insert(0, "the system text is not the one the record was made for")
+    if not differences:
+        _out(f"verified {record.plan_hash}\n")
+        return OK
+    _out(f"not verified: {'; '.join(differences)}\n")
+    return DIFFERS
+
+
+def _record(path: str) -> CompactionRecord:
+    """Read the record file ``path`` (the output of ``cutctx plan --json``)."""
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CliError(f"{path}: invalid JSON: {error}") from None
+    try:
+        return CompactionRecord.from_dict(data)
+    except SuiteError as error:
+        raise CliError(f"{path}: not a cutctx record: {error}") from None
 
 
 def _stats(arguments: argparse.Namespace, name: str) -> int:
@@ -203,7 +240,7 @@ def _stats(arguments: argparse.Namespace, name: str) -> int:
 
 
 def _reasons(job: Job) -> tuple[str, ...]:
-    return tuple("" for _ in job.transcript.turns)
+    return explain(job.decided, job.transcript, job.budget)
 
 
 def _outcome(job: Job) -> int:

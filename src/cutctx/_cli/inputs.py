@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["FORMATS", "CliError", "Conversation", "detect_format", "expand", "read"]
+__all__ = ["FORMATS", "CliError", "Conversation", "detect_format", "expand", "read", "read_text"]
 
 FORMATS: Final = ("openai_chat", "openai_responses", "anthropic")
 
@@ -97,7 +97,7 @@ def read(name: str, fmt: str | None) -> Conversation:
         CliError: for a missing or unreadable file, text that is not UTF-8 JSON or JSONL, or
             JSON that is neither a list of messages nor a request body holding one.
     """
-    text = _text(name)
+    text = read_text(name)
     if not text.strip():
         raise CliError(f"{name}: empty input, expected JSON or JSONL messages")
     jsonl = name.endswith(".jsonl")
@@ -116,7 +116,8 @@ def read(name: str, fmt: str | None) -> Conversation:
     return _conversation(name, data, fmt, jsonl=jsonl)
 
 
-def _text(name: str) -> str:
+def read_text(name: str) -> str:
+    """Return the UTF-8 text of file ``name`` (``-``: standard input), or raise ``CliError``."""
     try:
         raw = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
     except FileNotFoundError:

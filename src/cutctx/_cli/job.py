@@ -12,6 +12,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from baseaicore import sha256_of
+
+from cutctx._audit.records import CompactionRecord
 from cutctx._cli.inputs import CliError
 from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator
 from cutctx._core.executor import CompactionExecutor
@@ -30,7 +33,16 @@ if TYPE_CHECKING:
     from cutctx._core.report import CompactionReport
     from cutctx.formats._common import Binding
 
-__all__ = ["POLICIES", "Job", "Settings", "build_policy", "load_tokenizer", "module_of"]
+__all__ = [
+    "POLICIES",
+    "Job",
+    "Settings",
+    "build_policy",
+    "load_tokenizer",
+    "module_of",
+    "rebuilt_policy",
+    "system_digest",
+]
 
 POLICIES: Final = ("default", "mask", "drop")
 """The policies ``--policy`` names: ``default`` is what ``compact_messages`` uses without
@@ -93,6 +105,26 @@ def build_policy(name: str, estimator: TokenEstimator) -> CompactionPolicy:
     return _default_policy(estimator, summarize=False)
 
 
+def rebuilt_policy(record: CompactionRecord, estimator: TokenEstimator) -> CompactionPolicy | None:
+    """Return the policy to verify ``record`` with, or ``None`` to rebuild it from the record.
+
+    A policy priced by the character default is rebuilt from the record's configuration; one
+    priced by a tokenizer (a function, not data) is made again here, as ``--policy`` made it.
+    """
+    if isinstance(estimator, CharRatioEstimator):
+        return None
+    for choice in POLICIES:
+        policy = build_policy(choice, estimator)
+        if (policy.name, policy.version) == (record.policy_name, record.policy_version):
+            return policy
+    return None
+
+
+def system_digest(system: object) -> str | None:
+    """Return the digest of request-level system text (``None`` when there is none)."""
+    return None if system is None else sha256_of(system)
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """A conversation priced and planned: its transcript, binding, budget, policy and plan."""
@@ -130,6 +162,19 @@ class Job:
         """The plan (``prepare`` was called with ``plan=True``)."""
         assert self.plan is not None  # noqa: S101 - every caller that reads it planned
         return self.plan
+
+    def record(self) -> CompactionRecord:
+        """Return the audit record of the plan, with what is needed to rebuild the transcript."""
+        return CompactionRecord.of(
+            self.decided,
+            self.transcript,
+            self.budget,
+            self.policy,
+            format=self.conversation.format,
+            tokenizer=self.settings.tokenizer,
+            keep_first=self.settings.keep_first,
+            system_digest=system_digest(self.conversation.system),
+        )
 
     def apply(self) -> tuple[list[dict[str, Any]], CompactionReport]:
         """Apply the plan and return the compacted messages and the report."""
