@@ -1,4 +1,4 @@
-"""Benchmark cutctx against SPEC §6: plan, each policy, apply, the hashing floor and memory.
+"""Benchmark cutctx against docs/contract.md's targets: plan, each policy, apply, hashing, memory.
 
 Run ``python benchmarks/run.py`` (standard library plus cutctx only). It builds deterministic
 agent transcripts — a system prompt, a pinned task, then mostly assistant tool calls with bulky
@@ -489,8 +489,9 @@ def table(rows: list[Row]) -> str:
 
 
 def targets(rows: list[Row], infos: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
-    """Check SPEC §6 on the sizes measured: (target, measured, met), met ``None`` where the
-    target does not apply (a plan that masks nothing has no hashing floor to compare with)."""
+    """Check the performance targets on the sizes measured: (target, measured, met), met ``None``
+    where the target does not apply (a plan that masks nothing has no hashing floor to compare
+    with)."""
     by = {(row.size, row.measure): row for row in rows}
     checks: list[tuple[str, str, bool | None]] = []
     chain_rows = tuple(f"default_chain plan ({name})" for name in BUDGETS)
@@ -556,7 +557,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--smoke", action="store_true", help="tiny sizes, two samples: does it run?"
     )
-    parser.add_argument("--check", action="store_true", help="exit 1 if a SPEC §6 target is missed")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if a performance target is missed"
+    )
     args = parser.parse_args(argv)
     sizes = args.sizes or (list(SMOKE_SIZES) if args.smoke else list(SIZES))
     repeat = args.repeat or (2 if args.smoke else 5)
@@ -590,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
             )
     if checks:
         print()
-        print("| SPEC §6 target | measured | met |")
+        print("| target | measured | met |")
         print("|---|---:|---|")
         for target, measured, met in checks:
             verdict = "n/a" if met is None else "yes" if met else "NO"

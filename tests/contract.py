@@ -1,5 +1,6 @@
-"""What the contract (SPEC §2) fixes, stated once for the tests that check it: the report's field
-names, and the public constructor's way of making a plan from another plan's fields."""
+"""What the contract (docs/contract.md) fixes, stated once for the tests that check it: the
+report's field names, and the public constructor's way of making a plan from another plan's fields.
+"""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from cutctx import (
 )
 from tests.contract import REPORT_FIELDS
 
-# SPEC §2, in the order it lists them.
+# The contract's public API (docs/contract.md), in the order the contract first listed them.
 DOCUMENTED = {
     # values
     "Role",
@@ -64,7 +64,7 @@ DOCUMENTED = {
     "SummaryMissing",
     "PlanTranscriptMismatch",
 }
-# Additions beyond SPEC §2 that are decided and documented elsewhere: the tokenizer wrapper is
+# Additions beyond that first list, decided and documented elsewhere: the tokenizer wrapper is
 # always exported; the provider-format helper and its result type join with the formats edge.
 ADDED_ALWAYS = {"TokenizerEstimator", "CompactionRecord", "Verification", "explain", "verify"}
 ADDED_OPTIONALLY = {"compact_messages", "CompactedMessages"}
@@ -188,7 +188,7 @@ class TestErrorCodes:
 
 
 class TestSpecHeadlineExample:
-    """SPEC §1: the first thing a user runs must work exactly as written."""
+    """The contract's headline: the first thing a user runs must work exactly as written."""
 
     def test_runs_exactly_as_written(self) -> None:
         transcript = Transcript(

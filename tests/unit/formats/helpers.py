@@ -20,6 +20,6 @@ WORDS = TokenizerEstimator(words, name="words", per_message=3)
 
 
 def stub(body: str, tokens: int) -> str:
-    """The masking stub for ``body`` priced at ``tokens``, restated from SPEC section 5."""
+    """The masking stub for ``body`` priced at ``tokens``, restated from docs/contract.md."""
     digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
     return f"{DEFAULT_PLACEHOLDER} (original: {tokens} tokens, sha256:{digest})"
