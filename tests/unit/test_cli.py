@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import runpy
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -23,12 +25,14 @@ from cutctx import (
     CompactionBudget,
     CompactionRecord,
     DropOldestPolicy,
+    SummarizingPolicy,
     TokenizerEstimator,
     compact_messages,
     explain,
 )
 from cutctx._cli import main
 from cutctx._cli.inputs import detect_format
+from cutctx._cli.job import build_policy, rebuilt_policy
 from cutctx.formats import anthropic, openai_chat
 from tests.cli_cases import (
     anthropic_body,
@@ -715,3 +719,88 @@ class TestUnexpectedFailures:
             err
             == f"cutctx: error: {path}: internal error, please report it: RuntimeError('boom')\n"
         )
+
+
+class TestStreams:
+    def test_a_reader_that_leaves_early_ends_the_command_quietly(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # like `cutctx stats FILE | head -1` once head has exited
+        stream = io.TextIOWrapper(io.FileIO(write_end, "w"), encoding="utf-8")
+        monkeypatch.setattr(sys, "stdout", stream)
+        try:
+            assert main(["stats", str(path)]) == 0
+        finally:
+            stream.close()
+
+    def test_an_unreadable_file_is_reported(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+
+        def refuse(_: Path) -> bytes:
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr("cutctx._cli.inputs.Path.read_bytes", refuse)
+        code, _, err = run(capsys, "stats", str(path))
+        assert code == 2
+        assert err == f"cutctx: error: {path}: cannot read: Permission denied\n"
+
+    def test_blank_lines_in_jsonl_are_skipped(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = tmp_path / "chat.jsonl"
+        path.write_text(
+            '{"role": "user", "content": "hi"}\n\n{"role": "assistant", "content": "yo"}\n',
+            encoding="utf-8",
+        )
+        code, out, _ = run(capsys, "stats", str(path))
+        assert code == 0
+        assert "2 turns" in out
+
+    def test_a_chat_request_body_keeps_its_system_messages_in_the_list(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = {"model": "gpt-4.1", "messages": chat_messages(), "system": "ignored"}
+        path = write_json(tmp_path / "body.json", body)
+        code, out, _ = run(capsys, "stats", str(path), "--format", "openai_chat")
+        assert code == 0
+        assert f"{openai_chat.count_tokens(chat_messages())} tokens" in out
+
+    def test_python_dash_m_runs_main_with_the_command_line_arguments(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        monkeypatch.setattr(sys, "argv", ["cutctx", "stats", str(path)])
+        with pytest.raises(SystemExit) as raised:
+            runpy.run_module("cutctx", run_name="__main__")
+        assert raised.value.code == 0
+        assert "10 turns" in capsys.readouterr().out
+
+
+def _letters(text: str) -> list[int]:
+    """A tokenizer of one token a character, to stand for a real one."""
+    return [ord(letter) for letter in text]
+
+
+class TestRebuiltPolicy:
+    def test_a_policy_the_command_line_does_not_make_is_left_to_verify(self) -> None:
+        transcript, _ = openai_chat.to_transcript(chat_messages())
+        budget = CompactionBudget(5000)
+        policy = SummarizingPolicy("p")
+        record = CompactionRecord.of(policy.decide(transcript, budget), transcript, budget, policy)
+        estimator = TokenizerEstimator(_letters, name="letters")
+        assert rebuilt_policy(record, estimator) is None
+        assert rebuilt_policy(record, CharRatioEstimator()) is None
+
+    def test_a_tokenizer_priced_policy_is_made_again_as_the_option_made_it(self) -> None:
+        transcript, _ = openai_chat.to_transcript(chat_messages())
+        budget = CompactionBudget(5000)
+        estimator = TokenizerEstimator(_letters, name="letters")
+        policy = build_policy("mask", estimator)
+        record = CompactionRecord.of(policy.decide(transcript, budget), transcript, budget, policy)
+        again = rebuilt_policy(record, estimator)
+        assert again is not None
+        assert (again.name, again.version) == (policy.name, policy.version)
