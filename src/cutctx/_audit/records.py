@@ -10,6 +10,7 @@ record was made even when the edit changes no outcome. See docs/records.md.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -26,6 +27,7 @@ from cutctx._core.invariants import check_plan
 from cutctx._core.plan import CompactionPlan, canonical_json, table_of
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import CompactionBudget, Transcript, TranscriptTurn, check_count, check_str
+from cutctx._policies.draft import content_digest
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -58,37 +60,45 @@ _LABELS: Final = {
 _KEYS: Final = frozenset({"schema_version", "plan", "plan_hash", "seal", *SEALED})
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 _HEX16: Final = re.compile(r"[0-9a-f]{16}")
+_ESCAPE: Final = json.encoder.encode_basestring
+"""The string encoder ``json.dumps(ensure_ascii=False)`` itself uses."""
 _SHOWN: Final = 3
 """Differing turns named in one difference."""
 
 
 def transcript_digest(transcript: Transcript) -> str:
-    """Return the SHA-256 hex digest of the transcript's canonical JSON form.
+    """Return the SHA-256 hex digest of the transcript's canonical description.
 
-    The form is a JSON array with one object per turn, in order, holding every field of the turn
-    (``turn_id``, ``role`` as its wire string, ``content``, ``token_estimate``, ``tool_call_id``,
-    ``pinned``, ``metadata``), written canonically (sorted keys, no whitespace, non-ASCII as is)
-    and hashed as UTF-8. It is hashed a turn at a time, so the whole text is never held.
+    The description is a JSON array with one object per turn, in order, holding every field of
+    the turn: ``turn_id``, ``role`` (its wire string), ``content_sha256`` (the SHA-256 hex of the
+    content as UTF-8, which stands for the content), ``token_estimate``, ``tool_call_id``,
+    ``pinned`` and ``metadata``; written canonically (sorted keys, no whitespace, non-ASCII as
+    is) and hashed as UTF-8. Each body is hashed once and never copied or escaped whole.
     """
     hasher = hashlib.sha256(b"[")
     for index, turn in enumerate(transcript.turns):
         if index:
             hasher.update(b",")
-        hasher.update(canonical_json(_turn_data(turn)).encode("utf-8"))
+        hasher.update(_turn_json(turn).encode("utf-8"))
     hasher.update(b"]")
     return hasher.hexdigest()
 
 
-def _turn_data(turn: TranscriptTurn) -> dict[str, Any]:
-    return {
-        "turn_id": turn.turn_id,
-        "role": turn.role.value,
-        "content": turn.content,
-        "token_estimate": turn.token_estimate,
-        "tool_call_id": turn.tool_call_id,
-        "pinned": turn.pinned,
-        "metadata": dict(turn.metadata),
-    }
+def _turn_json(turn: TranscriptTurn) -> str:
+    """Return the canonical JSON of one turn's description (keys in sorted order).
+
+    Written directly, not through ``json.dumps``: the call's set-up costs more than the object,
+    several times the hashing on a large transcript. The tests compare it with ``json.dumps``.
+    """
+    string = _ESCAPE
+    metadata = "{}" if not turn.metadata else canonical_json(dict(turn.metadata))
+    call = "null" if turn.tool_call_id is None else string(turn.tool_call_id)
+    return (
+        f'{{"content_sha256":"{content_digest(turn.content)}","metadata":{metadata}'
+        f',"pinned":{"true" if turn.pinned else "false"},"role":"{turn.role.value}"'
+        f',"token_estimate":{turn.token_estimate},"tool_call_id":{call}'
+        f',"turn_id":{string(turn.turn_id)}}}'
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,12 +131,16 @@ class CompactionRecord:
     keep_first: int | None = None
     system_digest: str | None = None
     seal: Mapping[str, str] | None = field(default=None, hash=False)
+    # The plan's canonical JSON, written once: verify compares it and to_dict reads it back.
+    _plan_json: str = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         _check_schema(self.schema_version)
         if not isinstance(self.plan, Mapping):
             raise _refuse("plan", "a JSON object (a plan's to_dict())", self.plan)
-        object.__setattr__(self, "plan", _frozen(self.plan, "CompactionRecord.plan"))
+        plan = _frozen(self.plan, "CompactionRecord.plan")
+        object.__setattr__(self, "plan", plan)
+        object.__setattr__(self, "_plan_json", _canonical(plan))
         _hex("plan_hash", self.plan_hash, _HEX64)
         if not isinstance(self.budget, CompactionBudget):
             raise _refuse("budget", "a cutctx.CompactionBudget", self.budget)
@@ -231,7 +245,7 @@ class CompactionRecord:
             "plan_hash": self.plan_hash,
             **self._fields(),
             "seal": dict(self.seal or {}),
-            "plan": _thawed(self.plan),
+            "plan": json.loads(self._plan_json),
         }
 
     @classmethod
@@ -253,6 +267,10 @@ class CompactionRecord:
             record["budget"], "budget", frozenset(("max_tokens", "protected_recent_turns"))
         )
         policy = _object(record["policy"], "policy", frozenset(("name", "version", "config")))
+        if not isinstance(record["seal"], Mapping):  # a record read back is never sealed anew
+            raise _refuse(
+                "seal", f"a JSON object with the keys {', '.join(SEALED)}", record["seal"]
+            )
         return cls(
             record["schema_version"],
             record["plan"],
@@ -279,7 +297,9 @@ class CompactionRecord:
             "policy": {
                 "name": self.policy_name,
                 "version": self.policy_version,
-                "config": None if self.policy_config is None else _thawed(self.policy_config),
+                "config": None
+                if self.policy_config is None
+                else json.loads(_canonical(self.policy_config)),
             },
             "transcript_digest": self.transcript_digest,
             "format": self.format,
@@ -364,7 +384,7 @@ def verify(
     if policy is not None and not isinstance(policy, CompactionPolicy):
         raise _argument("policy", "a CompactionPolicy or None", policy, owner="verify")
     differences = list(_edited(record))
-    record_json = canonical_json(_thawed(record.plan))
+    record_json = record._plan_json
     if _sha256(record_json) != record.plan_hash:
         differences.append("the record's plan_hash does not match its plan")
     digest = transcript_digest(transcript)
@@ -383,13 +403,17 @@ def verify(
             f"the policy differs: the record names {record.policy_name}@{record.policy_version}, "
             f"the policy is {made[0]}@{made[1]}"
         )
+    elif policy is not None and record.policy_config is not None:
+        given = policy_config(policy)
+        if given is not None and canonical_json(given) != _canonical(record.policy_config):
+            differences.append("the policy's configuration differs from the record's")
     try:
         derived = chosen.decide(transcript, record.budget)
     except BudgetUnsatisfiable as error:
         differences.append(f"the policy refuses this transcript under the record's budget: {error}")
         return Verification(ok=False, differences=tuple(differences))
     if derived.canonical_json() != record_json:
-        differences.extend(_plan_differences(_thawed(record.plan), derived.to_dict()))
+        differences.extend(_plan_differences(json.loads(record_json), derived.to_dict()))
     if derived.plan_hash() != record.plan_hash:
         differences.append(
             f"the plan hash differs: {record.plan_hash[:12]}… in the record, "
@@ -416,7 +440,10 @@ def _policy(
     if policy is not None:
         return policy
     try:
-        return rebuild(record.policy_name, _thawed(record.policy_config))
+        config = record.policy_config
+        return rebuild(
+            record.policy_name, None if config is None else json.loads(_canonical(config))
+        )
     except NotRebuildable as error:
         if edited:
             return f"the record's policy cannot be rebuilt: {error}"
@@ -468,7 +495,7 @@ def _action_difference(theirs: object, ours: list[dict[str, Any]]) -> str:
     differing = [
         (mine["turn_id"], _describe(item), _describe(mine))
         for item, mine in zip(theirs, ours, strict=True)
-        if canonical_json(_thawed(item)) != canonical_json(mine)
+        if canonical_json(item) != canonical_json(mine)
     ]
     named = ", ".join(
         f"{turn_id!r} ({a} in the record, {b} re-derived)" if a != b else f"{turn_id!r} ({a})"
@@ -493,7 +520,7 @@ def _describe(action: Mapping[str, Any]) -> str:
 
 
 def _short(value: object, width: int = 40) -> str:
-    text = canonical_json(_thawed(value))
+    text = canonical_json(value)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -501,31 +528,78 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class _NotJson(Exception):
+    """A value of ``_frozen``'s input is not JSON data; ``path`` is filled while unwinding."""
+
+    def __init__(self, expected: str, value: object) -> None:
+        super().__init__(expected)
+        self.expected = expected
+        self.value = value
+        self.path: list[str] = []
+
+
 def _frozen(value: object, where: str) -> Any:  # noqa: ANN401 - JSON data of any shape
     """Return a read-only deep copy of plain JSON data, refusing anything that is not JSON."""
-    if isinstance(value, Mapping):
-        frozen: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise _refuse_at(where, "an object with string keys", key)
-            frozen[key] = _frozen(item, f"{where}.{key}")
-        return MappingProxyType(frozen)
-    if isinstance(value, list | tuple):
-        return tuple(_frozen(item, f"{where}[{index}]") for index, item in enumerate(value))
-    if isinstance(value, float) and not math.isfinite(value):
-        raise _refuse_at(where, "a finite number", value)
-    if value is None or isinstance(value, str | int | float):  # bool is an int
+    try:
+        return _freeze(value)
+    except _NotJson as error:
+        raise _refuse_at(
+            where + "".join(reversed(error.path)), error.expected, error.value
+        ) from None
+
+
+def _freeze(value: object) -> Any:  # noqa: ANN401 - JSON data of any shape
+    # Exact types first: a plan of 20 000 turns is some 120 000 values, and an ABC check each
+    # would cost more than the copy. The path of a refused value is built only on refusal.
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
         return value
-    raise _refuse_at(where, "JSON data", value)
+    if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
+        frozen: dict[str, Any] = {}
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                raise _NotJson("an object with string keys", key)
+            try:
+                frozen[key] = _freeze(item)
+            except _NotJson as error:
+                error.path.append(f".{key}")
+                raise
+        return MappingProxyType(frozen)
+    if kind is list or kind is tuple:
+        items = []
+        for index, item in enumerate(value):  # type: ignore[arg-type]
+            try:
+                items.append(_freeze(item))
+            except _NotJson as error:
+                error.path.append(f"[{index}]")
+                raise
+        return tuple(items)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _NotJson("a finite number", value)
+        return value
+    if isinstance(value, str | int):
+        return value
+    raise _NotJson("JSON data", value)
 
 
-def _thawed(value: Any) -> Any:  # noqa: ANN401 - JSON data of any shape
-    """Return plain, fresh JSON data (dicts and lists) from ``_frozen`` data."""
-    if isinstance(value, Mapping):
-        return {key: _thawed(item) for key, item in value.items()}
-    if isinstance(value, tuple | list):
-        return [_thawed(item) for item in value]
-    return value
+def _canonical(value: object) -> str:
+    """Return the canonical JSON text of ``_frozen`` data (as ``canonical_json`` writes it)."""
+    return json.dumps(
+        value,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+        default=_plain,
+    )
+
+
+def _plain(value: object) -> dict[str, Any]:
+    """Return a read-only mapping as the dict ``json.dumps`` can write."""
+    if isinstance(value, MappingProxyType):
+        return dict(value)
+    raise TypeError(type(value).__name__)  # pragma: no cover - _frozen data holds nothing else
 
 
 def _object(value: object, where: str, keys: frozenset[str]) -> Mapping[str, Any]:
