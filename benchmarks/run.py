@@ -1,4 +1,4 @@
-"""Benchmark cutctx against its targets: plan, each policy, apply, the hashing floor and memory.
+"""Benchmark cutctx against docs/contract.md's targets: plan, each policy, apply, hashing, memory.
 
 Run ``python benchmarks/run.py`` (standard library plus cutctx only). It builds deterministic
 agent transcripts — a system prompt, a pinned task, then mostly assistant tool calls with bulky

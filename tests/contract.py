@@ -1,5 +1,8 @@
-"""What the contract fixes, stated once for the tests that check it: the plan's and the report's
-field names, and the public constructor's way of making a plan from another plan's fields."""
+"""What the contract (docs/contract.md) fixes, stated once for the tests that check it.
+
+The plan's and the report's field names, and the public constructor's way of making a plan from
+another plan's fields.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """Independent oracles: each policy's rule restated as a small, obviously-correct loop.
 
 Nothing here imports cutctx's private modules or reuses its algorithms: every rule is written
-again from the rules in docs/policies.md and docs/design.md, as plainly as possible, and
-returns the plan it expects in the shape of ``CompactionPlan.to_dict()``. ``None`` means "no
-plan may exist" (the untouchable set is over budget).
+again from docs/contract.md (the promises and the 0.1 compatibility) and the decisions in
+docs/policies.md, as plainly as possible, and returns the plan it expects in the shape of
+``CompactionPlan.to_dict()``. ``None`` means "no plan may exist" (the untouchable set is over
+budget).
 
 A rule is described by a small tuple, so chains of rules can be restated too:
 ``Mask(keep_recent_results, placeholder)``, ``Summarize(prompt_id, target_ratio,

@@ -1,7 +1,7 @@
-"""Contracts 1-5 for DropOldestPolicy and the executor, over random transcripts.
+"""Promises 1-5 of docs/contract.md for DropOldestPolicy and the executor, over random transcripts.
 
-Every oracle here restates a contract in a few obvious lines; none calls the library's own
-layout or gate.
+Every oracle here is restated from docs/contract.md in a few obvious lines; none calls the
+library's own layout or gate.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Every policy and every chain order keeps contracts 2, 3, 4, 5 and 8 on random transcripts.
 
-The contracts are restated here, not read from ``cutctx._core.invariants``: a plan that
-touches the untouchable set, splits an exchange, claims to fit while over, leaks an excerpt into
-a stub, or differs between two runs fails; so does any exception other than
+The promises (docs/contract.md) are restated here, not read from ``cutctx._core.invariants``: a
+plan that touches the untouchable set, splits an exchange, claims to fit while over, leaks an
+excerpt into a stub, or differs between two runs fails; so does any exception other than
 ``BudgetUnsatisfiable``, and ``BudgetUnsatisfiable`` itself unless the untouchable set is over
 budget. The transcripts (``tests.strategies``) hold exchanges that interleave and sit far apart.
 """

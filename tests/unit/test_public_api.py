@@ -28,7 +28,7 @@ from cutctx import (
 )
 from tests.contract import PLAN_FIELDS, REPORT_FIELDS
 
-# The documented public API (docs/design.md and the README), in the contract's order.
+# The contract's public API (docs/contract.md), in the order the contract first listed them.
 DOCUMENTED = {
     # values
     "Role",
@@ -66,7 +66,7 @@ DOCUMENTED = {
     # the release, as in 0.1
     "__version__",
 }
-# Additions beyond that list that are decided and documented elsewhere: the tokenizer wrapper is
+# Additions beyond that first list, decided and documented elsewhere: the tokenizer wrapper is
 # always exported; the provider-format helper and its result type join with the formats edge.
 ADDED_ALWAYS = {"TokenizerEstimator", "CompactionRecord", "Verification", "explain", "verify"}
 ADDED_OPTIONALLY = {"compact_messages", "CompactedMessages"}
@@ -200,7 +200,7 @@ class TestErrorCodes:
 
 
 class TestSpecHeadlineExample:
-    """The headline example: the first thing a user runs must work exactly as written."""
+    """The contract's headline: the first thing a user runs must work exactly as written."""
 
     def test_runs_exactly_as_written(self) -> None:
         transcript = Transcript(

@@ -21,6 +21,6 @@ WORDS = TokenizerEstimator(words, name="words", per_message=3)
 
 
 def stub(body: str, tokens: int) -> str:
-    """The masking stub for ``body`` priced at ``tokens``, restated from docs/policies.md."""
+    """The masking stub for ``body`` priced at ``tokens``, restated from docs/contract.md."""
     digest = sha256_of(body)
     return f"{DEFAULT_PLACEHOLDER} (original: {tokens} tokens, sha256:{digest})"

