@@ -6,6 +6,8 @@ Plan → fulfil → apply: a policy's ``decide(transcript, budget)`` returns a `
 report. cutctx never calls a model. Everything public is exported here; the rest is private.
 """
 
+from baseaicore import ValidationError as ValidationError
+
 from cutctx._core.errors import BudgetUnsatisfiable as BudgetUnsatisfiable
 from cutctx._core.errors import CompactionError as CompactionError
 from cutctx._core.errors import PlanTranscriptMismatch as PlanTranscriptMismatch
@@ -70,11 +72,13 @@ __all__ = [
     "TranscriptTurn",
     "TurnAction",
     "TurnReplacement",
+    "ValidationError",
     "compact_messages",
     "default_chain",
 ]
 
 # Tracebacks, reprs and docs show the public path (cutctx.CompactionPlan), not the private one.
+# ValidationError is baseaicore's own class, re-exported so either name catches it: untouched.
 for _name in __all__:
     _value = globals()[_name]
     if getattr(_value, "__module__", "").startswith("cutctx."):

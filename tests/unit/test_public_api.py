@@ -6,6 +6,7 @@ import inspect
 import re
 from typing import Any
 
+import baseaicore
 import pytest
 from baseaicore import SuiteError
 
@@ -26,6 +27,7 @@ from cutctx import (
     TranscriptTurn,
     TurnAction,
 )
+from cutctx.formats import openai_chat
 from tests.contract import REPORT_FIELDS
 
 # SPEC §2, in the order it lists them.
@@ -66,7 +68,9 @@ DOCUMENTED = {
 }
 # Additions beyond SPEC §2 that are decided and documented elsewhere: the tokenizer wrapper is
 # always exported; the provider-format helper and its result type join with the formats edge.
-ADDED_ALWAYS = {"TokenizerEstimator"}
+ADDED_ALWAYS = {"TokenizerEstimator", "ValidationError"}
+# Re-exports of another distribution's very class: their __module__ stays that distribution's.
+REEXPORTED = {"ValidationError": baseaicore.ValidationError}
 ADDED_OPTIONALLY = {"compact_messages", "CompactedMessages"}
 
 
@@ -98,10 +102,21 @@ class TestExports:
         checked = 0
         for name in cutctx.__all__:
             value = getattr(cutctx, name)
+            if name in REEXPORTED:
+                continue
             if inspect.isclass(value) or inspect.isfunction(value):
                 assert value.__module__ == "cutctx", name
                 checked += 1
         assert checked >= len(DOCUMENTED) - 4  # all but the four constants
+
+    def test_validation_error_is_the_very_baseaicore_class(self) -> None:
+        for name, original in REEXPORTED.items():
+            assert getattr(cutctx, name) is original
+        assert baseaicore.ValidationError.__module__.startswith("baseaicore")
+        with pytest.raises(cutctx.ValidationError):
+            CompactionBudget(-1)
+        with pytest.raises(baseaicore.ValidationError):
+            openai_chat.to_transcript("not a list")  # type: ignore[arg-type]
 
     def test_nothing_private_leaks_into_all(self) -> None:
         assert not [name for name in cutctx.__all__ if name.startswith("_")]
