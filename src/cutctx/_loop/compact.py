@@ -121,7 +121,7 @@ def compact_messages(
     compacted = CompactionExecutor().apply(transcript, plan, summaries)
     out: list[dict[str, Any]] = module.from_transcript(compacted.transcript, binding)
     if summaries and not plan.budget_unmet:
-        _check_summaries(module, plan, summaries, Pricer.of(module.FORMAT, chosen), max_tokens)
+        _check_summaries(plan, summaries, Pricer.of(module.FORMAT, chosen), max_tokens)
     return CompactedMessages(out, compacted.report, plan)
 
 
@@ -149,7 +149,6 @@ def _default_policy(estimator: TokenEstimator, *, summarize: bool) -> PolicyChai
 
 
 def _check_summaries(
-    module: ModuleType,
     plan: CompactionPlan,
     summaries: dict[str, str],
     pricer: Pricer,

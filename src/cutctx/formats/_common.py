@@ -73,8 +73,9 @@ its own words, and will not take for an instruction either."""
 
 
 def summary_text(text: str) -> str:
-    """Return the content of the message a summary becomes: ``SUMMARY_LABEL``, a blank line,
-    then the caller's text with trailing whitespace removed (Anthropic rejects it at the end).
+    """Return the content of the message a summary becomes.
+
+    That is ``SUMMARY_LABEL``, a blank line, then the caller's text, trailing whitespace removed.
     """
     return f"{SUMMARY_LABEL}\n\n{text}".rstrip()
 

@@ -76,7 +76,7 @@ def to_transcript(
     return _build(messages, estimator, system, strict=True)
 
 
-def _build(  # noqa: PLR0912 - one branch per provider rule
+def _build(  # noqa: PLR0912, PLR0915 - one branch per provider rule
     messages: object, estimator: object, system: object, *, strict: bool
 ) -> tuple[Transcript, Binding]:
     """Build the transcript and binding; without ``strict`` only field shapes are checked."""

@@ -335,8 +335,9 @@ class _Scan:
 
 
 def _kind(index: int, item: dict[str, Any]) -> str:
-    """Return the item's type: ``message`` for a bare ``role``, ``item_reference`` for a bare
-    ``id`` (the API lets both omit ``type``).
+    """Return the item's type: ``message`` for a bare ``role``, ``item_reference`` for a bare id.
+
+    The API lets both omit ``type``.
     """
     kind = item.get("type")
     if kind is None:
