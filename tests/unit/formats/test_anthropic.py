@@ -17,6 +17,7 @@ from cutctx import (
     compact_messages,
 )
 from cutctx.formats import anthropic
+from cutctx.formats._common import SUMMARY_LABEL
 from tests.format_validators import anthropic_problems, png
 from tests.unit.formats.helpers import WORDS, stub
 
@@ -135,11 +136,17 @@ class TestToTranscript:
                 "source": {"type": "text", "media_type": "text/plain", "data": "a b c"},
             },
             {"type": "document", "source": {"type": "content", "content": "d e"}},
-            {"type": "search_result", "title": "t"},
+            {
+                "type": "search_result",
+                "source": "https://kb/x",
+                "title": "t u",
+                "content": [{"type": "text", "text": "v w x"}],
+                "citations": {"enabled": True},
+            },
         ]
-        # 1600 + 3000 + 3 + 2 + words of '{"type":"search_result","title":"t"}' (1)
+        # 1600 + 3000 + 3 + 2 + search result: title 2 + source 1 + text 3
         assert anthropic.count_tokens([{"role": "user", "content": content}], estimator=WORDS) == (
-            3 + 1600 + 3000 + 3 + 2 + 1
+            3 + 1600 + 3000 + 3 + 2 + 6
         )
 
     def test_redacted_thinking_is_priced_by_its_data(self) -> None:
@@ -210,20 +217,30 @@ class TestFromTranscript:
         )
         assert anthropic_problems(done.messages) == []
 
-    def test_a_summary_merges_with_a_following_assistant_without_thinking(self) -> None:
+    def test_a_summary_is_a_labelled_user_message_so_no_filler_is_needed(self) -> None:
         transcript, binding = anthropic.to_transcript(CONVO)
         view = Transcript(
             (transcript.turns[0], turn("summary:span-1", "Asked weather.  "), *transcript.turns[6:])
         )
         out = anthropic.from_transcript(view, binding)
-        merged = {
-            "role": "assistant",
-            "content": [
-                {"type": "text", "text": "Asked weather."},
-                {"type": "text", "text": "Paris is sunny, Rome is rainy."},
-            ],
-        }
-        assert out == [FILLER, merged, CONVO[4], CONVO[5]]
+        summary = {"role": "user", "content": f"{SUMMARY_LABEL}\n\nAsked weather."}
+        assert out == [summary, *CONVO[3:]]
+        assert anthropic_problems(out) == []
+
+    def test_a_summary_is_never_merged_ahead_of_a_tool_use(self) -> None:
+        convo: list[dict[str, Any]] = [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "a"},
+            {"role": "user", "content": "Look it up."},
+            *CONVO[1:],
+        ]
+        transcript, binding = anthropic.to_transcript(convo)
+        kept = [t for t in transcript.turns if t.turn_id not in ("m0", "m1", "m2")]
+        view = Transcript((kept[0], turn("summary:span-1", "Greetings."), *kept[1:]))
+        out = anthropic.from_transcript(view, binding)
+        assert out[0] == {"role": "user", "content": f"{SUMMARY_LABEL}\n\nGreetings."}
+        assert out[1] is convo[3]  # the thinking, tool_use message, untouched and on its own
+        assert anthropic_problems(out) == []
 
     def test_thinking_stays_first_so_a_filler_goes_between_two_assistants(self) -> None:
         thinker = {"role": "assistant", "content": [THINKING, {"type": "text", "text": "Sure."}]}
@@ -249,11 +266,12 @@ class TestFromTranscript:
         }
         assert anthropic_problems(out) == []
 
-    def test_a_summary_without_text_is_refused(self) -> None:
+    def test_a_summary_without_text_is_still_a_non_empty_message(self) -> None:
         transcript, binding = anthropic.to_transcript(CONVO)
         view = Transcript((turn("summary:span-1", " \n"), *transcript.turns[6:]))
-        with pytest.raises(ValidationError, match="summary must hold some text"):
-            anthropic.from_transcript(view, binding)
+        out = anthropic.from_transcript(view, binding)
+        assert out[0] == {"role": "user", "content": SUMMARY_LABEL}
+        assert anthropic_problems(out) == []
 
     def test_a_view_holding_part_of_a_split_message_is_refused(self) -> None:
         transcript, binding = anthropic.to_transcript(CONVO)

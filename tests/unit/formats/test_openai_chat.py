@@ -18,6 +18,7 @@ from cutctx import (
     compact_messages,
 )
 from cutctx.formats import openai_chat
+from cutctx.formats._common import SUMMARY_LABEL
 from tests.format_validators import chat_problems, png
 from tests.unit.formats.helpers import WORDS, stub
 
@@ -174,7 +175,7 @@ class TestFromTranscript:
             True,
         ]
 
-    def test_a_summary_becomes_an_assistant_message_where_its_span_began(self) -> None:
+    def test_a_summary_becomes_a_labelled_user_message_where_its_span_began(self) -> None:
         transcript, binding = openai_chat.to_transcript(WEATHER)
         view = Transcript(
             (
@@ -186,7 +187,7 @@ class TestFromTranscript:
         out = openai_chat.from_transcript(view, binding)
         assert out == [
             WEATHER[0],
-            {"role": "assistant", "content": "They asked about weather."},
+            {"role": "user", "content": f"{SUMMARY_LABEL}\n\nThey asked about weather."},
             *WEATHER[5:],
         ]
         assert chat_problems(out) == []

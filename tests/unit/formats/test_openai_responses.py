@@ -17,6 +17,7 @@ from cutctx import (
     compact_messages,
 )
 from cutctx.formats import openai_responses
+from cutctx.formats._common import SUMMARY_LABEL
 from tests.format_validators import responses_problems
 from tests.unit.formats.helpers import WORDS, stub
 
@@ -146,7 +147,7 @@ class TestFromTranscript:
         }
         assert all(out[i] is ITEMS[i] for i in range(11) if i not in (5, 6))
 
-    def test_a_summary_is_an_assistant_message_item(self) -> None:
+    def test_a_summary_is_a_labelled_user_message_item(self) -> None:
         transcript, binding = openai_responses.to_transcript(ITEMS)
         view = Transcript(
             (
@@ -155,7 +156,11 @@ class TestFromTranscript:
             )
         )
         out = openai_responses.from_transcript(view, binding)
-        assert out[0] == {"type": "message", "role": "assistant", "content": "Asked weather."}
+        assert out[0] == {
+            "type": "message",
+            "role": "user",
+            "content": f"{SUMMARY_LABEL}\n\nAsked weather.",
+        }
         assert responses_problems(out, ITEMS) == []
 
     def test_dropping_takes_reasoning_calls_and_outputs_together(self) -> None:
@@ -174,8 +179,8 @@ class TestFromTranscript:
 
 BAD: list[tuple[Any, int | None, str]] = [
     ("items", None, "must be a list"),
-    ([{"type": "web_search_call"}], 0, "unknown item type"),
-    ([{"foo": 1}], 0, "unknown item type"),
+    ([{"foo": 1}], 0, "no string type"),
+    ([{"type": 7}], 0, "no string type"),
     ([{"role": "tool", "content": "x"}], 0, "unknown role"),
     ([{"type": "function_call_output", "call_id": "c", "output": "x"}], 0, "no earlier"),
     (
@@ -201,7 +206,7 @@ BAD: list[tuple[Any, int | None, str]] = [
             {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
         ],
         1,
-        "used twice",
+        "used by two calls",
     ),
     (
         [
