@@ -295,3 +295,40 @@ class TestMalformedInput:
             openai_chat.to_transcript([], system=3)  # type: ignore[arg-type]
         with pytest.raises(ValidationError, match="system"):
             openai_chat.to_transcript([], system=[{"type": "image"}])
+
+
+class TestProviderRules:
+    @pytest.mark.parametrize(
+        ("messages", "index", "fragment"),
+        [
+            ([{"role": "user", "content": []}], 0, "must have content"),
+            ([{"role": "user", "content": None}], 0, "must have content"),
+            ([{"role": "user"}], 0, "must have content"),
+            (
+                [
+                    {"role": "assistant", "tool_calls": [call("c1", "Paris")]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+                    {"role": "assistant", "tool_calls": [call("c1", "Rome")]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "rain"},
+                ],
+                2,
+                "used by two calls",
+            ),
+        ],
+    )
+    def test_inputs_the_provider_refuses_get_a_typed_error_naming_the_message(
+        self, messages: list[dict[str, Any]], index: int, fragment: str
+    ) -> None:
+        with pytest.raises(ValidationError, match=fragment) as caught:
+            openai_chat.to_transcript(messages)
+        assert caught.value.details["index"] == index
+
+    def test_count_tokens_accepts_a_partial_history(self) -> None:
+        prefix = WEATHER[:3]  # the calls are still waiting for their answers
+        with pytest.raises(ValidationError, match="has no tool message"):
+            openai_chat.to_transcript(prefix)
+        assert openai_chat.count_tokens(prefix, estimator=WORDS) == sum(WEATHER_COSTS[:3])
+        # a tool message whose call is elsewhere, and a second prefix after an unanswered call
+        pieces = [WEATHER[3], *WEATHER[:3], WEATHER[1]]
+        expected = WEATHER_COSTS[3] + sum(WEATHER_COSTS[:3]) + WEATHER_COSTS[1]
+        assert openai_chat.count_tokens(pieces, estimator=WORDS) == expected
