@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from pathlib import Path
 from typing import Any
 
 import baseaicore
@@ -117,6 +118,19 @@ class TestExports:
             CompactionBudget(-1)
         with pytest.raises(baseaicore.ValidationError):
             openai_chat.to_transcript("not a list")  # type: ignore[arg-type]
+
+    def test_every_exported_error_is_in_the_one_documented_tree(self) -> None:
+        tree = (Path(__file__).resolve().parents[2] / "docs" / "errors.md").read_text("utf-8")
+        errors = [
+            name
+            for name in cutctx.__all__
+            if inspect.isclass(getattr(cutctx, name))
+            and issubclass(getattr(cutctx, name), BaseException)
+        ]
+        assert len(errors) == 5
+        for name in errors:
+            code = getattr(cutctx, name).code
+            assert re.search(rf"cutctx\.{name} +{code}", tree), name
 
     def test_nothing_private_leaks_into_all(self) -> None:
         assert not [name for name in cutctx.__all__ if name.startswith("_")]
