@@ -280,6 +280,8 @@ def anthropic_problems(messages: list[dict[str, Any]]) -> list[str]:  # noqa: PL
             first_other = next((i for i, k in enumerate(kinds) if k not in THINKING), len(kinds))
             if any(kind in THINKING for kind in kinds[first_other:]):
                 problems.append(f"{index}: thinking block after other content")
+            if "compaction" in kinds[first_other + 1 :]:  # only thinking may come before it
+                problems.append(f"{index}: compaction block after other content")
             previous_uses = {b["id"] for b in blocks if b.get("type") == "tool_use"}
     if previous_uses:
         problems.append(f"end: tool_use {sorted(previous_uses)} unanswered")

@@ -12,10 +12,10 @@ so they are kept or removed with it and never edited.
 The input must be a valid request: user first, then strict alternation, every ``tool_use``
 answered in the next message. ``from_transcript`` keeps the output valid: adjacent same-role
 messages are merged (their blocks concatenated), except that an assistant message holding
-thinking blocks is never merged behind another (its thinking must stay first): a short user
-message, ``FILLER_TEXT``, goes between them, and before an assistant message that would open the
-conversation. The price of that filler is reserved in the estimates (on the ``system`` turn and
-on every assistant turn with thinking), so a plan that fits still fits. See
+thinking or compaction blocks is never merged behind another (they must stay first): a short
+user message, ``FILLER_TEXT``, goes between them, and before an assistant message that would
+open the conversation. The price of that filler is reserved in the estimates (on the ``system``
+turn and on every assistant turn with thinking or compaction), so a plan that fits still fits. See
 ``docs/formats/anthropic.md`` for the pricing rules.
 
 >>> transcript, binding = to_transcript([{"role": "user", "content": "hi"}], system="Be brief.")
@@ -81,6 +81,8 @@ read (JPEG, URL or file sources) is priced at it."""
 
 _IMAGE_MAX_EDGE: Final = 1_568
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
+# Blocks that must open their message (after any thinking), so it is never merged behind another.
+_OPENERS: Final = _THINKING | {"compaction"}
 # Blocks that open a call: the client's tool_use, and the server-run and MCP tool uses whose
 # results the API puts in the same assistant message.
 _USES: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
@@ -206,7 +208,7 @@ def _scan(
             text, cost, ids, flags = _assistant(pricer, index, content, strict=strict)
             if strict:
                 _check_unique(index, ids, seen)
-            if "thinking" in flags:
+            if flags:  # thinking or compaction: a filler may have to go before it
                 cost += reserve
                 reserved += reserve
             turn = TranscriptTurn(
@@ -499,7 +501,7 @@ def _alternate(built: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _thinks(message: Mapping[str, Any]) -> bool:
     content = message.get("content")
     return isinstance(content, list | tuple) and any(
-        isinstance(block, dict) and block.get("type") in _THINKING for block in content
+        isinstance(block, dict) and block.get("type") in _OPENERS for block in content
     )
 
 
