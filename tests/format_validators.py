@@ -222,7 +222,9 @@ ANTHROPIC_IN_MESSAGE = {
 }
 
 
-def anthropic_problems(messages: list[dict[str, Any]]) -> list[str]:  # noqa: PLR0912 - one branch per rule
+def anthropic_problems(  # noqa: PLR0912 - one branch per rule
+    messages: list[dict[str, Any]], original: list[dict[str, Any]] | None = None
+) -> list[str]:
     """Messages API: user first, strict alternation, each tool_use answered in the next message
     and each tool_result answering the message before, tool results first in their message,
     thinking first in its message, no empty text, no trailing whitespace at the very end, every
@@ -285,11 +287,42 @@ def anthropic_problems(messages: list[dict[str, Any]]) -> list[str]:  # noqa: PL
             previous_uses = {b["id"] for b in blocks if b.get("type") == "tool_use"}
     if previous_uses:
         problems.append(f"end: tool_use {sorted(previous_uses)} unanswered")
+    if original is not None:
+        problems.extend(_anthropic_against(messages, original))
     last = messages[-1]
     if last.get("role") == "assistant":
         tail = _blocks(last.get("content"))[-1]
         if tail.get("type") == "text" and tail["text"] != tail["text"].rstrip():
             problems.append("end: final assistant text ends with whitespace")
+    return problems
+
+
+def _anthropic_against(messages: list[dict[str, Any]], original: list[dict[str, Any]]) -> list[str]:
+    """Given the original conversation: every block that comes back is the caller's own block
+    object, except text blocks (a merged string, a summary, a filler) and masked tool results;
+    and every block of a message holding a compaction block comes back."""
+    problems: list[str] = []
+    blocks = {
+        id(block): block
+        for message in original
+        if isinstance(message["content"], list)
+        for block in message["content"]
+    }
+    returned: set[int] = set()
+    for index, message in enumerate(messages):
+        if not isinstance(message["content"], list):
+            continue
+        for block in message["content"]:
+            returned.add(id(block))
+            if id(block) not in blocks and block.get("type") not in ("text", "tool_result"):
+                problems.append(f"{index}: a {block.get('type')} block was edited or invented")
+    for position, message in enumerate(original):
+        content = message["content"]
+        compacting = isinstance(content, list) and any(
+            b.get("type") == "compaction" for b in content
+        )
+        if compacting and any(id(b) not in returned for b in content) and message not in messages:
+            problems.append(f"original {position}: a compaction message was removed")
     return problems
 
 

@@ -60,9 +60,9 @@ class Format:
     tokens: Any
 
     def check(self, out: list[dict[str, Any]], original: list[dict[str, Any]]) -> list[str]:
-        if self.module is openai_responses:
-            return list(self.problems(out, original))
-        return list(self.problems(out))
+        if self.module is openai_chat:
+            return list(self.problems(out))
+        return list(self.problems(out, original))
 
 
 FORMATS = {
@@ -224,6 +224,20 @@ class TestFormatProperties:
         system = data.draw(fmt.systems)
         expected = fmt.tokens(messages, ENCODING.encode, FRAMING, system)
         assert fmt.module.count_tokens(messages, estimator=CL100K, system=system) == expected
+
+    @given(data=st.data())
+    def test_count_tokens_prices_any_prefix_of_a_history(
+        self, name: str, data: st.DataObject
+    ) -> None:
+        """Catches count_tokens demanding a valid request: a partial history (a prefix that may
+        end in an unanswered call) is counted, and exactly as the independent counter prices
+        it."""
+        fmt = FORMATS[name]
+        messages = data.draw(fmt.conversations)
+        cut = data.draw(st.integers(0, len(messages)))
+        prefix = messages[:cut]
+        expected = fmt.tokens(prefix, ENCODING.encode, FRAMING, None)
+        assert fmt.module.count_tokens(prefix, estimator=CL100K) == expected
 
     @given(data=st.data())
     def test_the_callers_messages_are_never_changed(self, name: str, data: st.DataObject) -> None:

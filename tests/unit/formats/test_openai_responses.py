@@ -345,6 +345,12 @@ class TestHostedItems:
         assert out[11] is HOSTED[11]
         assert out[12] is HOSTED[12]
 
+    def test_an_mcp_call_made_after_approval_joins_its_request_and_response(self) -> None:
+        approved = {**HOSTED[9], "approval_request_id": "mcpr_1"}
+        items = [*HOSTED[:8], approved, HOSTED[-1]]
+        transcript, _ = openai_responses.to_transcript(items)
+        assert [turn.tool_call_id for turn in transcript.turns][6:] == ["m6", "m6", "m6", None]
+
     def test_an_unanswered_approval_request_stands_alone(self) -> None:
         transcript, _ = openai_responses.to_transcript([*HOSTED[:7], HOSTED[-1]])
         assert transcript.turns[6].tool_call_id is None
