@@ -387,10 +387,15 @@ def anthropic_conversations(draw: st.DrawFn, max_events: int = 8) -> list[dict[s
     messages: list[dict[str, Any]] = [{"role": "user", "content": draw(texts())}]
     use = 0
     for _ in range(draw(st.integers(0, max_events))):
-        thinking: list[dict[str, Any]] = (
-            [{"type": "thinking", "thinking": draw(texts(60)), "signature": "c2ln"}]
-            if draw(st.booleans())
-            else []
+        thinking: list[dict[str, Any]] = draw(
+            st.sampled_from(
+                [
+                    [],
+                    [],
+                    [{"type": "thinking", "thinking": draw(texts(60)), "signature": "c2ln"}],
+                    [{"type": "redacted_thinking", "data": draw(texts(60))}],
+                ]
+            )
         )
         if draw(st.booleans()):
             count = draw(st.integers(1, 3))

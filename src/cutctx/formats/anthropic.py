@@ -6,8 +6,9 @@ except a user message carrying ``tool_result`` blocks: each result is its own ``
 first ``m<i>``, the others ``m<i>.<block>``) and its other blocks one ``USER`` turn
 ``m<i>.<block>``, so each result can be masked on its own. The assistant turn with ``tool_use``
 blocks and every turn of the user message answering it share one ``tool_call_id`` (the turn id
-of the assistant message): one exchange. ``thinking`` blocks live inside their assistant turn,
-so they are kept or removed with it and never edited.
+of the assistant message): one exchange. ``thinking`` blocks, and server or MCP tool uses with
+their results, live inside their assistant turn, so they are kept or removed with it and never
+edited; a ``compaction`` block pins its message. Unknown blocks are carried through unchanged.
 
 The input must be a valid request: user first, then strict alternation, every ``tool_use``
 answered in the next message. ``from_transcript`` keeps the output valid: adjacent same-role
@@ -108,8 +109,10 @@ def to_transcript(
     Raises:
         ValidationError: naming the message ``index`` in ``details`` for a non-list, a message
             that is not an object, an unknown role, a conversation that does not open with a
-            user message or does not alternate, a ``tool_result`` whose ``tool_use`` is not in
-            the message before it, a ``tool_use`` left unanswered, or a field of the wrong type.
+            user message or does not alternate, a message with no content (but a final
+            assistant one), a ``tool_result`` whose ``tool_use`` is not in the message before
+            it, a ``tool_use`` left unanswered, a tool use id used twice, a server or MCP tool
+            result with no use before it in its message, or a field of the wrong type.
     """
     transcript, binding, _ = _scan(messages, estimator, system, strict=True)
     return transcript, binding
@@ -123,12 +126,11 @@ def from_transcript(
     Kept messages are the caller's own dicts, in order, unless a neighbour was removed and they
     had to be merged; a masked ``tool_result`` is a copy whose ``content`` is the stub (ids,
     ``is_error`` and ``cache_control`` kept; images inside the result are masked with the text);
-    a summary is an assistant message (its trailing whitespace removed, which Anthropic
-    rejects). The top-level ``system`` is never emitted: send ``binding.system``.
+    a summary is a user message opening with ``SUMMARY_LABEL`` (its trailing whitespace
+    removed). The top-level ``system`` is never emitted: send ``binding.system``.
 
     Raises:
-        ValidationError: for a binding of another format, a view it cannot have produced, or a
-            summary with no text.
+        ValidationError: for a binding of another format or a view it cannot have produced.
     """
     built: list[dict[str, Any]] = []
     for piece in collect(FORMAT, view, binding):
