@@ -110,14 +110,18 @@ def chat_conversations(  # noqa: PLR0912 - one branch per kind of message
 
 
 @st.composite
-def responses_conversations(draw: st.DrawFn, max_events: int = 8) -> list[dict[str, Any]]:
+def responses_conversations(  # noqa: PLR0912 - one branch per kind of item
+    draw: st.DrawFn, max_events: int = 8
+) -> list[dict[str, Any]]:
     """A Responses API input list."""
     items: list[dict[str, Any]] = []
     if draw(st.booleans()):
         items.append({"role": "developer", "content": draw(texts())})
     call = 0
     for _ in range(draw(st.integers(0, max_events))):
-        event = draw(st.sampled_from(["user", "assistant", "tools", "tools", "reasoned"]))
+        event = draw(
+            st.sampled_from(["user", "assistant", "tools", "tools", "reasoned", "hosted", "hosted"])
+        )
         reasoning = {
             "type": "reasoning",
             "id": f"rs_{len(items)}",
@@ -150,6 +154,11 @@ def responses_conversations(draw: st.DrawFn, max_events: int = 8) -> list[dict[s
         elif event == "reasoned":
             items.append(reasoning)
             items.append({"role": "assistant", "content": draw(texts())})
+        elif event == "hosted":
+            if draw(st.booleans()):
+                items.append(reasoning)
+            items.extend(draw(hosted_items(f"h{call}")))
+            call += 1
         else:
             count = draw(st.integers(1, 3))
             ids = [f"call_{call + k}" for k in range(count)]
@@ -180,6 +189,192 @@ def responses_conversations(draw: st.DrawFn, max_events: int = 8) -> list[dict[s
     return items
 
 
+SCREENSHOT = "data:image/png;base64," + png(1280, 800)
+
+
+@st.composite
+def hosted_items(draw: st.DrawFn, key: str) -> list[dict[str, Any]]:  # noqa: PLR0911 - one per family
+    """One unit of hosted-tool items, as the Responses API returns them: a call and its output
+    (custom tool, computer, local shell, shell, apply patch), an MCP approval request with (or
+    without) its response, a self-contained hosted call, a compaction item, or items of a type
+    cutctx does not know (alone, or two sharing a ``call_id``)."""
+    kind = draw(
+        st.sampled_from(
+            [
+                "custom",
+                "computer",
+                "local_shell",
+                "shell",
+                "apply_patch",
+                "approval",
+                "self_contained",
+                "self_contained",
+                "self_contained",
+                "compaction",
+                "unknown",
+            ]
+        )
+    )
+    call_id = f"call_{key}"
+    if kind == "custom":
+        body = draw(bodies())
+        return [
+            {"type": "custom_tool_call", "call_id": call_id, "name": "sh", "input": draw(texts())},
+            {
+                "type": "custom_tool_call_output",
+                "call_id": call_id,
+                "output": body if draw(st.booleans()) else [{"type": "input_text", "text": body}],
+            },
+        ]
+    if kind == "computer":
+        return [
+            {
+                "type": "computer_call",
+                "id": f"cu_{key}",
+                "call_id": call_id,
+                "action": {"type": "click", "button": "left", "x": 10, "y": 20},
+                "pending_safety_checks": [],
+                "status": "completed",
+            },
+            {
+                "type": "computer_call_output",
+                "call_id": call_id,
+                "output": {"type": "computer_screenshot", "image_url": SCREENSHOT},
+            },
+        ]
+    if kind == "local_shell":
+        output: dict[str, Any] = {"type": "local_shell_call_output", "output": draw(bodies())}
+        output["call_id" if draw(st.booleans()) else "id"] = call_id
+        return [
+            {
+                "type": "local_shell_call",
+                "id": f"ls_{key}",
+                "call_id": call_id,
+                "action": {"type": "exec", "command": ["ls", draw(texts(20))], "env": {}},
+                "status": "completed",
+            },
+            output,
+        ]
+    if kind == "shell":
+        return [
+            {
+                "type": "shell_call",
+                "call_id": call_id,
+                "action": {"commands": [draw(texts(30))]},
+                "status": "completed",
+            },
+            {
+                "type": "shell_call_output",
+                "call_id": call_id,
+                "output": [
+                    {
+                        "stdout": draw(bodies()),
+                        "stderr": "",
+                        "outcome": {"type": "exit", "exit_code": 0},
+                    }
+                ],
+            },
+        ]
+    if kind == "apply_patch":
+        return [
+            {
+                "type": "apply_patch_call",
+                "call_id": call_id,
+                "operation": {"type": "update_file", "path": "a.py", "diff": draw(texts())},
+                "status": "completed",
+            },
+            {
+                "type": "apply_patch_call_output",
+                "call_id": call_id,
+                "status": "completed",
+                "output": draw(st.none() | bodies()),
+            },
+        ]
+    if kind == "approval":
+        request = {
+            "type": "mcp_approval_request",
+            "id": f"mcpr_{key}",
+            "server_label": "deepwiki",
+            "name": "ask",
+            "arguments": draw(texts(40)),
+        }
+        if draw(st.booleans()):
+            return [request]
+        response = {
+            "type": "mcp_approval_response",
+            "approval_request_id": f"mcpr_{key}",
+            "approve": draw(st.booleans()),
+        }
+        return [request, response]
+    if kind == "self_contained":
+        return [draw(_self_contained(key))]
+    if kind == "compaction":
+        return [{"type": "compaction", "id": f"cmp_{key}", "encrypted_content": draw(texts(80))}]
+    unknown = {"type": "x_future_call", "call_id": call_id, "payload": {"q": draw(texts(30))}}
+    if draw(st.booleans()):
+        return [unknown]
+    return [unknown, {"type": "x_future_call_output", "call_id": call_id, "data": draw(bodies())}]
+
+
+@st.composite
+def _self_contained(draw: st.DrawFn, key: str) -> dict[str, Any]:  # noqa: PLR0911 - one per type
+    kind = draw(
+        st.sampled_from(
+            [
+                "web_search_call",
+                "file_search_call",
+                "code_interpreter_call",
+                "image_generation_call",
+                "mcp_call",
+                "mcp_list_tools",
+                "item_reference",
+                "x_future_item",
+            ]
+        )
+    )
+    if kind == "web_search_call":
+        action = {"type": "search", "query": draw(texts(30))}
+        return {"type": kind, "id": f"ws_{key}", "status": "completed", "action": action}
+    if kind == "file_search_call":
+        results = [{"file_id": "file-1", "filename": "a.md", "score": 0.5, "text": draw(bodies())}]
+        return {
+            "type": kind,
+            "id": f"fs_{key}",
+            "queries": [draw(texts(20))],
+            "status": "completed",
+            "results": results,
+        }
+    if kind == "code_interpreter_call":
+        return {
+            "type": kind,
+            "id": f"ci_{key}",
+            "code": draw(texts()),
+            "container_id": "cntr_1",
+            "outputs": [{"type": "logs", "logs": draw(bodies())}],
+            "status": "completed",
+        }
+    if kind == "image_generation_call":
+        size = draw(st.tuples(st.integers(1, 3000), st.integers(1, 3000)))
+        return {"type": kind, "id": f"ig_{key}", "status": "completed", "result": png(*size)}
+    if kind == "mcp_call":
+        return {
+            "type": kind,
+            "id": f"mcp_{key}",
+            "server_label": "deepwiki",
+            "name": "ask",
+            "arguments": draw(texts(40)),
+            "output": draw(st.none() | bodies()),
+        }
+    if kind == "mcp_list_tools":
+        tools = [{"name": "ask", "input_schema": {"type": "object"}}]
+        return {"type": kind, "id": f"mcpl_{key}", "server_label": "deepwiki", "tools": tools}
+    if kind == "item_reference":
+        if draw(st.booleans()):
+            return {"id": f"msg_ref_{key}"}
+        return {"type": "item_reference", "id": f"msg_ref_{key}"}
+    return {"type": kind, "id": f"x_{key}", "blob": draw(texts())}
+
+
 def _maybe_cached(draw: st.DrawFn, block: dict[str, Any]) -> dict[str, Any]:
     if draw(st.integers(0, 6)) == 0:
         block["cache_control"] = {"type": "ephemeral"}
@@ -192,10 +387,15 @@ def anthropic_conversations(draw: st.DrawFn, max_events: int = 8) -> list[dict[s
     messages: list[dict[str, Any]] = [{"role": "user", "content": draw(texts())}]
     use = 0
     for _ in range(draw(st.integers(0, max_events))):
-        thinking: list[dict[str, Any]] = (
-            [{"type": "thinking", "thinking": draw(texts(60)), "signature": "c2ln"}]
-            if draw(st.booleans())
-            else []
+        thinking: list[dict[str, Any]] = draw(
+            st.sampled_from(
+                [
+                    [],
+                    [],
+                    [{"type": "thinking", "thinking": draw(texts(60)), "signature": "c2ln"}],
+                    [{"type": "redacted_thinking", "data": draw(texts(60))}],
+                ]
+            )
         )
         if draw(st.booleans()):
             count = draw(st.integers(1, 3))
@@ -250,15 +450,21 @@ def anthropic_conversations(draw: st.DrawFn, max_events: int = 8) -> list[dict[s
                 results.append({"type": "text", "text": draw(texts(30))})
             messages.append({"role": "user", "content": results})
         else:
-            if bool(thinking) or draw(st.booleans()):
+            server = draw(anthropic_server_blocks(f"{use}")) if draw(st.booleans()) else []
+            use += 1
+            if bool(thinking) or bool(server) or draw(st.booleans()):
                 content: Any = [
                     *thinking,
+                    *server,
                     _maybe_cached(draw, {"type": "text", "text": draw(texts())}),
                 ]
             else:
                 content = draw(texts())
             messages.append({"role": "assistant", "content": content})
-            messages.append({"role": "user", "content": draw(texts())})
+            user: Any = draw(texts())
+            if draw(st.integers(0, 2)) == 0:
+                user = [*draw(anthropic_user_blocks()), {"type": "text", "text": user}]
+            messages.append({"role": "user", "content": user})
     if draw(st.booleans()) and messages[-1]["role"] == "user":
         messages.append({"role": "assistant", "content": draw(texts())})
     return messages
@@ -273,3 +479,96 @@ def anthropic_systems(draw: st.DrawFn) -> str | list[dict[str, Any]] | None:
     if choice == 1:
         return draw(texts())
     return [{"type": "text", "text": draw(texts()), "cache_control": {"type": "ephemeral"}}]
+
+
+SERVER_RESULTS = (
+    "web_search_tool_result",
+    "web_fetch_tool_result",
+    "code_execution_tool_result",
+    "bash_code_execution_tool_result",
+    "text_editor_code_execution_tool_result",
+    "tool_search_tool_result",
+)
+
+
+@st.composite
+def anthropic_server_blocks(draw: st.DrawFn, key: str) -> list[dict[str, Any]]:
+    """Blocks of one assistant message the API runs itself: a server tool use and its result,
+    an MCP tool use and its result, the provider's compaction summary, or an unknown block."""
+    kind = draw(st.sampled_from(["server", "server", "mcp", "compaction", "unknown"]))
+    if kind == "server":
+        result = draw(st.sampled_from(SERVER_RESULTS))
+        use = {
+            "type": "server_tool_use",
+            "id": f"srvtoolu_{key}",
+            "name": result.removesuffix("_tool_result"),
+            "input": {"query": draw(texts(30))},
+        }
+        if result == "web_search_tool_result":
+            body: Any = [
+                {
+                    "type": "web_search_result",
+                    "url": "https://example.com/",
+                    "title": draw(texts(20)),
+                    "encrypted_content": draw(bodies()),
+                    "page_age": None,
+                }
+            ]
+        else:
+            body = {
+                "type": f"{result.removesuffix('_tool_result')}_result",
+                "stdout": draw(bodies()),
+            }
+        return [use, {"type": result, "tool_use_id": f"srvtoolu_{key}", "content": body}]
+    if kind == "mcp":
+        return [
+            {
+                "type": "mcp_tool_use",
+                "id": f"mcptoolu_{key}",
+                "name": "ask",
+                "server_name": "wiki",
+                "input": {"q": draw(texts(30))},
+            },
+            {
+                "type": "mcp_tool_result",
+                "tool_use_id": f"mcptoolu_{key}",
+                "is_error": False,
+                "content": [{"type": "text", "text": draw(bodies())}],
+            },
+        ]
+    if kind == "compaction":
+        return [{"type": "compaction", "content": draw(st.none() | texts())}]
+    return [{"type": "x_future_block", "data": {"v": draw(texts(30))}}]
+
+
+@st.composite
+def anthropic_user_blocks(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """User-side blocks: a search result, a document with citations, a container upload."""
+    kind = draw(st.sampled_from(["search_result", "document", "container_upload"]))
+    if kind == "search_result":
+        return [
+            {
+                "type": "search_result",
+                "source": "https://example.com/kb",
+                "title": draw(texts(20)),
+                "content": [{"type": "text", "text": draw(bodies())}],
+                "citations": {"enabled": True},
+            }
+        ]
+    if kind == "document":
+        source: dict[str, Any] = draw(
+            st.sampled_from(
+                [
+                    {"type": "text", "media_type": "text/plain", "data": "a plain text."},
+                    {"type": "content", "content": [{"type": "text", "text": "chunk one."}]},
+                    {"type": "url", "url": "https://example.com/a.pdf"},
+                ]
+            )
+        )
+        document: dict[str, Any] = {"type": "document", "source": source}
+        document["citations"] = {"enabled": True}
+        if draw(st.booleans()):
+            document["title"] = draw(texts(20))
+            document["context"] = draw(texts(40))
+        return [document]
+    return [{"type": "container_upload", "file_id": "file_011"}]

@@ -21,17 +21,28 @@ THINKING = ("thinking", "redacted_thinking")
 # -- validators ---------------------------------------------------------------------------------
 
 
+SUMMARY_OPENING = "[Summary of earlier turns"
+
+
+def _no_content(content: object) -> bool:
+    return content is None or content in ("", [])
+
+
 def chat_problems(messages: list[dict[str, Any]]) -> list[str]:
-    """Chat Completions: known roles; tool messages answer, right after it, every call of the
-    assistant message before them, each exactly once."""
+    """Chat Completions: known roles; user messages have content; every call id is used once;
+    tool messages answer, right after it, every call of the assistant message before them, each
+    exactly once."""
     problems: list[str] = []
     if not messages:
         problems.append("no messages")
     waiting: set[str] = set()
+    used: set[str] = set()
     for index, message in enumerate(messages):
         role = message.get("role")
         if role not in ("system", "developer", "user", "assistant", "tool"):
             problems.append(f"{index}: role {role!r}")
+        if role == "user" and _no_content(message.get("content")):
+            problems.append(f"{index}: user message without content")
         if role == "tool":
             call = message.get("tool_call_id")
             if call not in waiting:
@@ -43,54 +54,152 @@ def chat_problems(messages: list[dict[str, Any]]) -> list[str]:
             waiting = set()
         if role == "assistant":
             waiting = {call["id"] for call in message.get("tool_calls") or []}
+            if waiting & used:
+                problems.append(f"{index}: call ids {sorted(waiting & used)} used before")
+            used |= waiting
     if waiting:
         problems.append(f"end: calls {sorted(waiting)} left unanswered")
     return problems
+
+
+RESPONSES_PAIRS = {
+    "function_call_output": "function_call",
+    "custom_tool_call_output": "custom_tool_call",
+    "computer_call_output": "computer_call",
+    "local_shell_call_output": "local_shell_call",
+    "shell_call_output": "shell_call",
+    "apply_patch_call_output": "apply_patch_call",
+}
+RESPONSES_SELF_CONTAINED = (
+    "web_search_call",
+    "file_search_call",
+    "code_interpreter_call",
+    "image_generation_call",
+    "mcp_call",
+    "mcp_list_tools",
+    "item_reference",
+    "mcp_approval_request",
+    "compaction",
+)
+# The outputs whose schema keeps their body as the text field ``output``: the only items that
+# may come back edited, and then in ``output`` alone.
+RESPONSES_MASKABLE = (
+    "function_call_output",
+    "custom_tool_call_output",
+    "local_shell_call_output",
+    "apply_patch_call_output",
+)
+
+
+def _item_kind(item: dict[str, Any]) -> str:
+    kind = item.get("type")
+    if kind is None:
+        return "message" if "role" in item else "item_reference"
+    assert isinstance(kind, str)
+    return kind
+
+
+def _answers(item: dict[str, Any]) -> str:
+    if "call_id" in item:
+        return str(item["call_id"])
+    return str(item["id"])  # local_shell_call_output names its call by id
 
 
 def responses_problems(  # noqa: PLR0912 - one branch per documented rule
     items: list[dict[str, Any]], original: list[dict[str, Any]] | None = None
 ) -> list[str]:
     """Responses input: every output follows its call (same kind) once, every call is answered,
-    a reasoning item is followed by an item, and (given the original input) by the same item it
-    preceded there."""
+    call ids are used once, an approval response follows its request, user messages have
+    content, a reasoning item is followed by an item; and given the original input: a reasoning
+    item is followed by the same item it preceded there, compaction items all stay, an item of
+    an unknown type stays byte for byte with every item sharing its call_id (or all go), and
+    the only edited items are maskable outputs (in ``output``) and labelled summaries."""
     problems: list[str] = []
     if not items:
         problems.append("no items")
-    pairs = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call"}
     calls: dict[str, str] = {}
     answered: set[str] = set()
+    approvals: set[str] = set()
     for index, item in enumerate(items):
-        kind = item.get("type", "message")
-        if kind in ("function_call", "custom_tool_call"):
+        kind = _item_kind(item)
+        if kind in RESPONSES_PAIRS.values():
             if item["call_id"] in calls:
                 problems.append(f"{index}: call id {item['call_id']} twice")
             calls[item["call_id"]] = kind
-        elif kind in pairs:
-            call = item["call_id"]
-            if calls.get(call) != pairs[kind] or call in answered:
+        elif kind in RESPONSES_PAIRS:
+            call = _answers(item)
+            if calls.get(call) != RESPONSES_PAIRS[kind] or call in answered:
                 problems.append(f"{index}: output for {call!r} has no earlier call")
             answered.add(call)
+        elif kind == "mcp_approval_request":
+            approvals.add(item["id"])
+        elif kind == "mcp_approval_response":
+            if item["approval_request_id"] not in approvals:
+                problems.append(f"{index}: approval response without its request")
+            approvals.discard(item["approval_request_id"])
         elif kind == "reasoning":
-            if index + 1 >= len(items) or items[index + 1].get("type") in pairs:
+            if index + 1 >= len(items) or _item_kind(items[index + 1]) in RESPONSES_PAIRS:
                 problems.append(f"{index}: reasoning not followed by its item")
         elif kind == "message":
             if item.get("role") not in ("system", "developer", "user", "assistant"):
                 problems.append(f"{index}: role {item.get('role')!r}")
-        else:
+            if item.get("role") == "user" and _no_content(item.get("content")):
+                problems.append(f"{index}: user message without content")
+        elif kind not in RESPONSES_SELF_CONTAINED and original is None:
             problems.append(f"{index}: unknown type {kind!r}")
     problems.extend(f"call {call!r} unanswered" for call in calls if call not in answered)
     if original is not None:
-        follower = {
-            id(item): original[i + 1] if i + 1 < len(original) else None
-            for i, item in enumerate(original)
-            if item.get("type") == "reasoning"
-        }
-        for index, item in enumerate(items):
-            if id(item) in follower:
-                after = items[index + 1] if index + 1 < len(items) else None
-                if after is not follower[id(item)]:
-                    problems.append(f"{index}: reasoning separated from the item it preceded")
+        problems.extend(_responses_against(items, original))
+    return problems
+
+
+def _responses_against(  # noqa: PLR0912 - one branch per rule
+    items: list[dict[str, Any]], original: list[dict[str, Any]]
+) -> list[str]:
+    problems: list[str] = []
+    kept = {id(item) for item in items}
+    follower = {
+        id(item): original[i + 1] if i + 1 < len(original) else None
+        for i, item in enumerate(original)
+        if _item_kind(item) == "reasoning"
+    }
+    for index, item in enumerate(items):
+        if id(item) in follower:
+            after = items[index + 1] if index + 1 < len(items) else None
+            if after is not follower[id(item)]:
+                problems.append(f"{index}: reasoning separated from the item it preceded")
+    known = {"message", "reasoning", *RESPONSES_PAIRS, *RESPONSES_PAIRS.values()}
+    known |= {*RESPONSES_SELF_CONTAINED, "mcp_approval_response"}
+    for position, item in enumerate(original):
+        kind = _item_kind(item)
+        if kind == "compaction" and id(item) not in kept:
+            problems.append(f"original {position}: compaction item removed")
+        if kind not in known and isinstance(item.get("call_id"), str):
+            sharing = [other for other in original if other.get("call_id") == item["call_id"]]
+            present = {id(other) in kept for other in sharing}
+            if len(present) > 1:
+                problems.append(f"original {position}: call_id {item['call_id']} split")
+    by_call = {
+        (_item_kind(item), item.get("call_id")): item
+        for item in original
+        if _item_kind(item) in RESPONSES_MASKABLE
+    }
+    for index, item in enumerate(items):
+        if id(item) in {id(o) for o in original}:
+            continue
+        kind = _item_kind(item)
+        if kind == "message" and item.get("role") == "user":
+            content = item.get("content")
+            if isinstance(content, str) and content.startswith(SUMMARY_OPENING):
+                continue
+        source = by_call.get((kind, item.get("call_id")))
+        if source is None:
+            problems.append(f"{index}: an item was edited or invented")
+            continue
+        if {k: v for k, v in item.items() if k != "output"} != {
+            k: v for k, v in source.items() if k != "output"
+        }:
+            problems.append(f"{index}: a masked output changed more than its output")
     return problems
 
 
@@ -101,16 +210,33 @@ def _blocks(content: object) -> list[dict[str, Any]]:
     return content
 
 
-def anthropic_problems(messages: list[dict[str, Any]]) -> list[str]:  # noqa: PLR0912 - one branch per rule
+ANTHROPIC_USES = ("tool_use", "server_tool_use", "mcp_tool_use")
+ANTHROPIC_IN_MESSAGE = {
+    "web_search_tool_result": "server_tool_use",
+    "web_fetch_tool_result": "server_tool_use",
+    "code_execution_tool_result": "server_tool_use",
+    "bash_code_execution_tool_result": "server_tool_use",
+    "text_editor_code_execution_tool_result": "server_tool_use",
+    "tool_search_tool_result": "server_tool_use",
+    "mcp_tool_result": "mcp_tool_use",
+}
+
+
+def anthropic_problems(  # noqa: PLR0912 - one branch per rule
+    messages: list[dict[str, Any]], original: list[dict[str, Any]] | None = None
+) -> list[str]:
     """Messages API: user first, strict alternation, each tool_use answered in the next message
     and each tool_result answering the message before, tool results first in their message,
-    thinking first in its message, no empty text, no trailing whitespace at the very end."""
+    thinking first in its message, no empty text, no trailing whitespace at the very end, every
+    tool use id used once, and each server or MCP tool result in the assistant message of its
+    use, after it."""
     problems: list[str] = []
     if not messages:
         return ["no messages"]
     if messages[0].get("role") != "user":
         problems.append("0: does not open with a user message")
     previous_uses: set[str] = set()
+    every_use: set[str] = set()
     for index, message in enumerate(messages):
         role = message.get("role")
         if role not in ("user", "assistant"):
@@ -127,6 +253,19 @@ def anthropic_problems(messages: list[dict[str, Any]]) -> list[str]:  # noqa: PL
         for block in blocks:
             if block.get("type") == "text" and not block.get("text"):
                 problems.append(f"{index}: empty text block")
+        uses = [b["id"] for b in blocks if b.get("type") in ANTHROPIC_USES]
+        if len(set(uses)) != len(uses) or every_use & set(uses):
+            problems.append(f"{index}: a tool use id used twice")
+        every_use |= set(uses)
+        for position, block in enumerate(blocks):
+            opener = ANTHROPIC_IN_MESSAGE.get(block.get("type", ""))
+            if opener is None:
+                continue
+            if role != "assistant" or not any(
+                b.get("type") == opener and b.get("id") == block.get("tool_use_id")
+                for b in blocks[:position]
+            ):
+                problems.append(f"{index}: {block['type']} apart from its {opener}")
         results = {b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"}
         if role == "user":
             if results != previous_uses:
@@ -143,14 +282,47 @@ def anthropic_problems(messages: list[dict[str, Any]]) -> list[str]:  # noqa: PL
             first_other = next((i for i, k in enumerate(kinds) if k not in THINKING), len(kinds))
             if any(kind in THINKING for kind in kinds[first_other:]):
                 problems.append(f"{index}: thinking block after other content")
+            if "compaction" in kinds[first_other + 1 :]:  # only thinking may come before it
+                problems.append(f"{index}: compaction block after other content")
             previous_uses = {b["id"] for b in blocks if b.get("type") == "tool_use"}
     if previous_uses:
         problems.append(f"end: tool_use {sorted(previous_uses)} unanswered")
+    if original is not None:
+        problems.extend(_anthropic_against(messages, original))
     last = messages[-1]
     if last.get("role") == "assistant":
         tail = _blocks(last.get("content"))[-1]
         if tail.get("type") == "text" and tail["text"] != tail["text"].rstrip():
             problems.append("end: final assistant text ends with whitespace")
+    return problems
+
+
+def _anthropic_against(messages: list[dict[str, Any]], original: list[dict[str, Any]]) -> list[str]:
+    """Given the original conversation: every block that comes back is the caller's own block
+    object, except text blocks (a merged string, a summary, a filler) and masked tool results;
+    and every block of a message holding a compaction block comes back."""
+    problems: list[str] = []
+    blocks = {
+        id(block): block
+        for message in original
+        if isinstance(message["content"], list)
+        for block in message["content"]
+    }
+    returned: set[int] = set()
+    for index, message in enumerate(messages):
+        if not isinstance(message["content"], list):
+            continue
+        for block in message["content"]:
+            returned.add(id(block))
+            if id(block) not in blocks and block.get("type") not in ("text", "tool_result"):
+                problems.append(f"{index}: a {block.get('type')} block was edited or invented")
+    for position, message in enumerate(original):
+        content = message["content"]
+        compacting = isinstance(content, list) and any(
+            b.get("type") == "compaction" for b in content
+        )
+        if compacting and any(id(b) not in returned for b in content) and message not in messages:
+            problems.append(f"original {position}: a compaction message was removed")
     return problems
 
 
@@ -226,8 +398,9 @@ def chat_tokens(
 def responses_tokens(
     items: list[dict[str, Any]], encode: Encode, framing: int, system: str | None = None
 ) -> int:
-    """Responses pricing: framing per item; texts, call names and arguments, reasoning summaries
-    by the tokenizer; media by the documented constants."""
+    """Responses pricing: framing per item; texts, call names and arguments, reasoning summaries,
+    text outputs and compaction contents by the tokenizer; screenshots and generated images as
+    images; media by the documented constants; any other item by its compact JSON."""
 
     def count(text: str) -> int:
         return len(encode(text))
@@ -252,19 +425,31 @@ def responses_tokens(
                 raise AssertionError(kind)
         return total
 
+    def item_cost(item: dict[str, Any]) -> int:  # noqa: PLR0911 - one return per item family
+        kind = _item_kind(item)
+        if kind == "message":
+            return parts(item.get("content"))
+        if kind in ("function_call", "custom_tool_call"):
+            return count(item["name"]) + count(item.get("arguments", item.get("input", "")))
+        if kind == "reasoning":
+            total = sum(count(s["text"]) for s in item.get("summary", []))
+            return total + sum(count(s["text"]) for s in item.get("content") or [])
+        if kind in ("function_call_output", "custom_tool_call_output"):
+            return parts(item.get("output"))
+        if kind in ("local_shell_call_output", "apply_patch_call_output"):
+            return count(item["output"]) if item.get("output") is not None else 0
+        if kind == "computer_call_output":
+            return openai_image(item["output"].get("image_url") or "", None)
+        if kind == "compaction":
+            return count(item["encrypted_content"])
+        if kind == "image_generation_call":
+            result = item.get("result")
+            return 0 if result is None else openai_image(f"data:image/png;base64,{result}", None)
+        return count(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+
     total = framing + count(system) if system is not None else 0
     for item in items:
-        kind = item.get("type", "message")
-        total += framing
-        if kind == "message":
-            total += parts(item.get("content"))
-        elif kind in ("function_call", "custom_tool_call"):
-            total += count(item["name"]) + count(item.get("arguments", item.get("input", "")))
-        elif kind == "reasoning":
-            total += sum(count(s["text"]) for s in item.get("summary", []))
-            total += sum(count(s["text"]) for s in item.get("content") or [])
-        else:
-            total += parts(item.get("output"))
+        total += framing + item_cost(item)
     return total
 
 
@@ -288,8 +473,10 @@ def anthropic_tokens(
     framing: int,
     system: str | list[dict[str, Any]] | None = None,
 ) -> int:
-    """Messages API pricing: framing per message and per tool_use; texts, thinking, tool names
-    and compact JSON inputs by the tokenizer; images by size; documents by the constant."""
+    """Messages API pricing: framing per message and per tool use (client, server or MCP);
+    texts, thinking, tool names, compact JSON inputs, search results and compaction summaries by
+    the tokenizer; images by size; text documents by their texts, others by the constant; any
+    other block by its compact JSON."""
 
     def count(text: str) -> int:
         return len(encode(text))
@@ -302,7 +489,7 @@ def anthropic_tokens(
             return count(value["thinking"])
         if kind == "redacted_thinking":
             return count(value["data"])
-        if kind == "tool_use":
+        if kind in ANTHROPIC_USES:
             arguments = json.dumps(value["input"], ensure_ascii=False, separators=(",", ":"))
             return framing + count(value["name"]) + count(arguments)
         if kind == "tool_result":
@@ -312,8 +499,18 @@ def anthropic_tokens(
             return anthropic_image(value["source"])
         if kind == "document":
             source = value["source"]
-            return count(source["data"]) if source.get("type") == "text" else 3000
-        raise AssertionError(kind)
+            extra = sum(count(value[key]) for key in ("title", "context") if key in value)
+            if source.get("type") == "text":
+                return extra + count(source["data"])
+            if source.get("type") == "content":
+                return extra + sum(block(b) for b in _blocks(source["content"]))
+            return extra + 3000
+        if kind == "search_result":
+            inner = sum(block(b) for b in value["content"])
+            return count(value["title"]) + count(value["source"]) + inner
+        if kind == "compaction":
+            return 0 if value.get("content") is None else count(value["content"])
+        return count(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
     total = 0
     if system is not None:

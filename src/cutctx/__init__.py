@@ -27,6 +27,8 @@ report. cutctx never calls a model. Everything public is exported here; the rest
 True
 """
 
+from baseaicore import ValidationError as ValidationError
+
 from cutctx._audit.explain import explain as explain
 from cutctx._audit.records import CompactionRecord as CompactionRecord
 from cutctx._audit.records import Verification as Verification
@@ -96,6 +98,7 @@ __all__ = [
     "TranscriptTurn",
     "TurnAction",
     "TurnReplacement",
+    "ValidationError",
     "Verification",
     "__version__",
     "compact_messages",
@@ -105,6 +108,7 @@ __all__ = [
 ]
 
 # Tracebacks, reprs and docs show the public path (cutctx.CompactionPlan), not the private one.
+# ValidationError is baseaicore's own class, re-exported so either name catches it: untouched.
 for _name in __all__:
     _value = globals()[_name]
     if getattr(_value, "__module__", "").startswith("cutctx."):

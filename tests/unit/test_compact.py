@@ -19,6 +19,7 @@ from cutctx import (
     compact_messages,
 )
 from cutctx.formats import openai_chat
+from cutctx.formats._common import SUMMARY_LABEL
 from tests.unit.formats.helpers import WORDS
 
 
@@ -70,9 +71,10 @@ class TestCompactMessages:
         )
         # span of 6 x 13 = 78 tokens -> target round(15.6) = 16; 5 + 16 + 26 = 47
         assert done.plan.tokens_after_estimate == 47
+        # the summary is a labelled user message: 3 + 11 label words + 2 = 16, its target
         assert done.messages == [
             messages[0],
-            {"role": "assistant", "content": "Earlier: chat."},
+            {"role": "user", "content": f"{SUMMARY_LABEL}\n\nEarlier: chat."},
             *messages[7:],
         ]
 
@@ -101,8 +103,8 @@ class TestCompactMessages:
                 summarize=verbose,
                 protected_recent_turns=2,
             )
-        # the plan's 47, less the target of 16, plus the 43 that the summary costs
-        assert caught.value.details["tokens_needed"] == 74
+        # the plan's 47, less the target of 16, plus the 3 + 11 + 40 = 54 the summary costs
+        assert caught.value.details["tokens_needed"] == 85
         assert len(caught.value.details["group_ids"]) == 1
 
     def test_a_summary_over_its_target_is_accepted_while_the_whole_still_fits(self) -> None:
@@ -114,7 +116,11 @@ class TestCompactMessages:
             summarize=lambda _request, _turns: "word " * 20,
             protected_recent_turns=2,
         )
-        assert done.messages[1] == {"role": "assistant", "content": "word " * 20}
+        # 47 - 16 + (3 + 11 + 20) = 65, within 70
+        assert done.messages[1] == {
+            "role": "user",
+            "content": f"{SUMMARY_LABEL}\n\n" + ("word " * 20).rstrip(),
+        }
 
     def test_a_policy_that_summarizes_without_summarize_raises_summary_missing(self) -> None:
         with pytest.raises(SummaryMissing):

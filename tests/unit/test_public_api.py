@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import inspect
 import re
+from pathlib import Path
 from typing import Any
 
+import baseaicore
 import pytest
 from baseaicore import SuiteError
 
@@ -26,6 +28,7 @@ from cutctx import (
     TranscriptTurn,
     TurnAction,
 )
+from cutctx.formats import openai_chat
 from tests.contract import PLAN_FIELDS, REPORT_FIELDS
 
 # The contract's public API (docs/contract.md), in the order the contract first listed them.
@@ -68,7 +71,16 @@ DOCUMENTED = {
 }
 # Additions beyond that first list, decided and documented elsewhere: the tokenizer wrapper is
 # always exported; the provider-format helper and its result type join with the formats edge.
-ADDED_ALWAYS = {"TokenizerEstimator", "CompactionRecord", "Verification", "explain", "verify"}
+ADDED_ALWAYS = {
+    "TokenizerEstimator",
+    "ValidationError",
+    "CompactionRecord",
+    "Verification",
+    "explain",
+    "verify",
+}
+# Re-exports of another distribution's very class: their __module__ stays that distribution's.
+REEXPORTED = {"ValidationError": baseaicore.ValidationError}
 ADDED_OPTIONALLY = {"compact_messages", "CompactedMessages"}
 
 
@@ -100,10 +112,34 @@ class TestExports:
         checked = 0
         for name in cutctx.__all__:
             value = getattr(cutctx, name)
+            if name in REEXPORTED:
+                continue
             if inspect.isclass(value) or inspect.isfunction(value):
                 assert value.__module__ == "cutctx", name
                 checked += 1
         assert checked >= len(DOCUMENTED) - 4  # all but the four constants
+
+    def test_validation_error_is_the_very_baseaicore_class(self) -> None:
+        for name, original in REEXPORTED.items():
+            assert getattr(cutctx, name) is original
+        assert baseaicore.ValidationError.__module__.startswith("baseaicore")
+        with pytest.raises(cutctx.ValidationError):
+            CompactionBudget(-1)
+        with pytest.raises(baseaicore.ValidationError):
+            openai_chat.to_transcript("not a list")  # type: ignore[arg-type]
+
+    def test_every_exported_error_is_in_the_one_documented_tree(self) -> None:
+        tree = (Path(__file__).resolve().parents[2] / "docs" / "errors.md").read_text("utf-8")
+        errors = [
+            name
+            for name in cutctx.__all__
+            if inspect.isclass(getattr(cutctx, name))
+            and issubclass(getattr(cutctx, name), BaseException)
+        ]
+        assert len(errors) == 5
+        for name in errors:
+            code = getattr(cutctx, name).code
+            assert re.search(rf"cutctx\.{name} +{code}", tree), name
 
     def test_nothing_private_leaks_into_all(self) -> None:
         """``__version__`` is public (a dunder); no other name with a leading underscore is."""

@@ -22,7 +22,7 @@ from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
-from cutctx.formats._common import Pricer
+from cutctx.formats._common import Pricer, summary_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -121,7 +121,7 @@ def compact_messages(
     compacted = CompactionExecutor().apply(transcript, plan, summaries)
     out: list[dict[str, Any]] = module.from_transcript(compacted.transcript, binding)
     if summaries and not plan.budget_unmet:
-        _check_summaries(module, plan, summaries, Pricer.of(module.FORMAT, chosen), max_tokens)
+        _check_summaries(plan, summaries, Pricer.of(module.FORMAT, chosen), max_tokens)
     return CompactedMessages(out, compacted.report, plan)
 
 
@@ -149,7 +149,6 @@ def _default_policy(estimator: TokenEstimator, *, summarize: bool) -> PolicyChai
 
 
 def _check_summaries(
-    module: ModuleType,
     plan: CompactionPlan,
     summaries: dict[str, str],
     pricer: Pricer,
@@ -159,10 +158,7 @@ def _check_summaries(
     total = plan.tokens_after_estimate
     over: list[str] = []
     for request in plan.summarization_requests:
-        text = summaries[request.group_id]
-        if module is anthropic:
-            text = text.rstrip()  # as emitted
-        cost = pricer.framing + pricer.text(text)
+        cost = pricer.framing + pricer.text(summary_text(summaries[request.group_id]))
         total += cost - request.target_tokens
         if cost > request.target_tokens:
             over.append(request.group_id)

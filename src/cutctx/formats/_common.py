@@ -34,6 +34,7 @@ __all__ = [
     "OPENAI_IMAGE_BASE_TOKENS",
     "OPENAI_IMAGE_TILE_TOKENS",
     "OPENAI_IMAGE_UNSIZED_TOKENS",
+    "SUMMARY_LABEL",
     "Binding",
     "Part",
     "Piece",
@@ -45,6 +46,7 @@ __all__ = [
     "fail",
     "image_size",
     "openai_image_tokens",
+    "summary_text",
     "system_turn",
 ]
 
@@ -65,6 +67,19 @@ FILE_TOKENS: Final = 3_000
 """A file or document the text of which cannot be read (a PDF, an uploaded file id, a URL)."""
 
 
+SUMMARY_LABEL: Final = "[Summary of earlier turns, written for you after they were compacted]"
+"""The first line of every rendered summary: a user-side message the model will not take for
+its own words, and will not take for an instruction either."""
+
+
+def summary_text(text: str) -> str:
+    """Return the content of the message a summary becomes.
+
+    That is ``SUMMARY_LABEL``, a blank line, then the caller's text, trailing whitespace removed.
+    """
+    return f"{SUMMARY_LABEL}\n\n{text}".rstrip()
+
+
 def fail(fmt: str, index: int | None, message: str, **details: object) -> ValidationError:
     """Build the one-line error for bad input, naming the message ``index`` in ``details``."""
     where = f"messages[{index}]: " if index is not None else ""
@@ -81,6 +96,11 @@ def check_messages(fmt: str, messages: object) -> tuple[dict[str, Any], ...]:
         if not isinstance(message, dict):
             raise fail(fmt, index, f"the message must be an object, got {type(message).__name__}")
     return tuple(messages)
+
+
+def is_empty(content: object) -> bool:
+    """Whether a message's ``content`` is missing: ``None``, an empty string or an empty list."""
+    return content is None or (isinstance(content, str | list | tuple) and not content)
 
 
 def check_dict(fmt: str, index: int, value: object, what: str) -> Mapping[str, Any]:

@@ -6,16 +6,17 @@ except a user message carrying ``tool_result`` blocks: each result is its own ``
 first ``m<i>``, the others ``m<i>.<block>``) and its other blocks one ``USER`` turn
 ``m<i>.<block>``, so each result can be masked on its own. The assistant turn with ``tool_use``
 blocks and every turn of the user message answering it share one ``tool_call_id`` (the turn id
-of the assistant message): one exchange. ``thinking`` blocks live inside their assistant turn,
-so they are kept or removed with it and never edited.
+of the assistant message): one exchange. ``thinking`` blocks, and server or MCP tool uses with
+their results, live inside their assistant turn, so they are kept or removed with it and never
+edited; a ``compaction`` block pins its message. Unknown blocks are carried through unchanged.
 
 The input must be a valid request: user first, then strict alternation, every ``tool_use``
 answered in the next message. ``from_transcript`` keeps the output valid: adjacent same-role
 messages are merged (their blocks concatenated), except that an assistant message holding
-thinking blocks is never merged behind another (its thinking must stay first): a short user
-message, ``FILLER_TEXT``, goes between them, and before an assistant message that would open the
-conversation. The price of that filler is reserved in the estimates (on the ``system`` turn and
-on every assistant turn with thinking), so a plan that fits still fits. See
+thinking or compaction blocks is never merged behind another (they must stay first): a short
+user message, ``FILLER_TEXT``, goes between them, and before an assistant message that would
+open the conversation. The price of that filler is reserved in the estimates (on the ``system``
+turn and on every assistant turn with thinking or compaction), so a plan that fits still fits. See
 ``docs/formats/anthropic.md`` for the pricing rules.
 
 >>> transcript, binding = to_transcript([{"role": "user", "content": "hi"}], system="Be brief.")
@@ -40,9 +41,11 @@ from cutctx.formats._common import (
     collect,
     fail,
     image_size,
+    is_empty,
     joined,
     render_content,
     stub_content,
+    summary_text,
     system_text,
     system_turn,
     text_field,
@@ -79,6 +82,20 @@ read (JPEG, URL or file sources) is priced at it."""
 
 _IMAGE_MAX_EDGE: Final = 1_568
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
+# Blocks that must open their message (after any thinking), so it is never merged behind another.
+_OPENERS: Final = _THINKING | {"compaction"}
+# Blocks that open a call: the client's tool_use, and the server-run and MCP tool uses whose
+# results the API puts in the same assistant message.
+_USES: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+_IN_MESSAGE_RESULTS: Final = {
+    "web_search_tool_result": "server_tool_use",
+    "web_fetch_tool_result": "server_tool_use",
+    "code_execution_tool_result": "server_tool_use",
+    "bash_code_execution_tool_result": "server_tool_use",
+    "text_editor_code_execution_tool_result": "server_tool_use",
+    "tool_search_tool_result": "server_tool_use",
+    "mcp_tool_result": "mcp_tool_use",
+}
 
 
 def to_transcript(
@@ -92,10 +109,12 @@ def to_transcript(
     Raises:
         ValidationError: naming the message ``index`` in ``details`` for a non-list, a message
             that is not an object, an unknown role, a conversation that does not open with a
-            user message or does not alternate, a ``tool_result`` whose ``tool_use`` is not in
-            the message before it, a ``tool_use`` left unanswered, or a field of the wrong type.
+            user message or does not alternate, a message with no content (but a final
+            assistant one), a ``tool_result`` whose ``tool_use`` is not in the message before
+            it, a ``tool_use`` left unanswered, a tool use id used twice, a server or MCP tool
+            result with no use before it in its message, or a field of the wrong type.
     """
-    transcript, binding, _ = _scan(messages, estimator, system)
+    transcript, binding, _ = _scan(messages, estimator, system, strict=True)
     return transcript, binding
 
 
@@ -107,22 +126,16 @@ def from_transcript(
     Kept messages are the caller's own dicts, in order, unless a neighbour was removed and they
     had to be merged; a masked ``tool_result`` is a copy whose ``content`` is the stub (ids,
     ``is_error`` and ``cache_control`` kept; images inside the result are masked with the text);
-    a summary is an assistant message (its trailing whitespace removed, which Anthropic
-    rejects). The top-level ``system`` is never emitted: send ``binding.system``.
+    a summary is a user message opening with ``SUMMARY_LABEL`` (its trailing whitespace
+    removed). The top-level ``system`` is never emitted: send ``binding.system``.
 
     Raises:
-        ValidationError: for a binding of another format, a view it cannot have produced, or a
-            summary with no text.
+        ValidationError: for a binding of another format or a view it cannot have produced.
     """
     built: list[dict[str, Any]] = []
     for piece in collect(FORMAT, view, binding):
         if piece.index < 0:
-            text = piece.text.rstrip()
-            if not text:
-                raise fail(
-                    FORMAT, None, "a summary must hold some text; Anthropic rejects empty text"
-                )
-            built.append({"role": "assistant", "content": text})
+            built.append({"role": "user", "content": summary_text(piece.text)})
             continue
         message = binding.messages[piece.index]
         if piece.masked:
@@ -146,20 +159,28 @@ def count_tokens(
 ) -> int:
     """Return what ``messages`` and ``system`` cost under this format's pricing rules.
 
-    The filler reserves that ``to_transcript`` adds to its estimates are not counted.
+    The filler reserves that ``to_transcript`` adds to its estimates are not counted. Counting
+    needs no valid request: a partial history (a ``tool_use`` still waiting for its result, two
+    messages of one role in a row) is priced message by message.
 
     >>> count_tokens([{"role": "user", "content": "twelve chars"}])
     3
 
     Raises:
-        ValidationError: as ``to_transcript`` does.
+        ValidationError: for a field of the wrong type, as ``to_transcript`` does.
     """
-    transcript, _, reserved = _scan(messages, estimator, system)
+    transcript, _, reserved = _scan(messages, estimator, system, strict=False)
     return transcript.token_estimate() - reserved
 
 
-def _scan(messages: object, estimator: object, system: object) -> tuple[Transcript, Binding, int]:
-    """Build the transcript and binding; also return the tokens reserved for fillers."""
+def _scan(
+    messages: object, estimator: object, system: object, *, strict: bool
+) -> tuple[Transcript, Binding, int]:
+    """Build the transcript and binding; also return the tokens reserved for fillers.
+
+    With ``strict`` the provider's rules are enforced (``to_transcript``); without, only the
+    shape of each field (``count_tokens``).
+    """
     pricer = Pricer.of(FORMAT, estimator)
     items = check_messages(FORMAT, messages)
     reserve = pricer.framing + pricer.text(FILLER_TEXT)
@@ -172,37 +193,43 @@ def _scan(messages: object, estimator: object, system: object) -> tuple[Transcri
     pending: list[str] = []
     opener, key = -1, ""
     previous: str | None = None
+    seen: dict[str, int] = {}  # every tool use id -> the message that made it
     for index, message in enumerate(items):
         role = message.get("role")
         if role not in ("user", "assistant"):
             hint = " (pass the system prompt as system=)" if role == "system" else ""
             raise fail(FORMAT, index, f"unknown role {role!r:.40}{hint}", role=repr(role)[:40])
-        if previous is None and role != "user":
-            raise fail(FORMAT, index, "the conversation must open with a user message")
-        if role == previous:
-            raise fail(
-                FORMAT,
-                index,
-                f"two {role} messages in a row; merge them first (strict alternation)",
+        if strict:
+            _check_order(
+                index, role, previous, message.get("content"), last=index == len(items) - 1
             )
         previous = role
         turn_id = f"m{index}"
         content = message.get("content")
         if role == "assistant":
-            text, cost, ids, thinking = _assistant(pricer, index, content)
-            if thinking:
+            text, cost, ids, flags = _assistant(pricer, index, content, strict=strict)
+            if strict:
+                _check_unique(index, ids, seen)
+            if flags:  # thinking or compaction: a filler may have to go before it
                 cost += reserve
                 reserved += reserve
             turn = TranscriptTurn(
-                turn_id, Role.ASSISTANT, text, pricer.framing + cost, turn_id if ids else None
+                turn_id,
+                Role.ASSISTANT,
+                text,
+                pricer.framing + cost,
+                turn_id if ids["tool_use"] else None,
+                pinned="compaction" in flags,
             )
             turns.append(turn)
             parts[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
-            pending, opener, key = ids, index, turn_id
+            pending, opener, key = ids["tool_use"], index, turn_id
             continue
-        answered = _user(pricer, index, content, turn_id, key if pending else None, turns, parts)
+        answered = _user(
+            pricer, index, content, turn_id, key if pending else None, turns, parts, strict=strict
+        )
         missing = [call_id for call_id in pending if call_id not in answered]
-        if missing:
+        if missing and strict:
             raise fail(
                 FORMAT,
                 opener,
@@ -210,7 +237,7 @@ def _scan(messages: object, estimator: object, system: object) -> tuple[Transcri
                 tool_use_ids=missing[:10],
             )
         pending = []
-    if pending:
+    if pending and strict:
         raise fail(
             FORMAT,
             opener,
@@ -229,6 +256,8 @@ def _user(  # noqa: PLR0917 - one private call site
     key: str | None,
     turns: list[TranscriptTurn],
     parts: dict[str, Part],
+    *,
+    strict: bool,
 ) -> set[str]:
     """Add the turns of user message ``index``; return the tool_use ids it answers."""
     if not isinstance(content, list | tuple):
@@ -247,7 +276,7 @@ def _user(  # noqa: PLR0917 - one private call site
             rest.append(position)
             continue
         call_id = text_field(FORMAT, index, block.get("tool_use_id"), f"{where}.tool_use_id")
-        if key is None or call_id in answered:
+        if strict and (key is None or call_id in answered):
             raise fail(
                 FORMAT,
                 index,
@@ -286,23 +315,72 @@ def _user(  # noqa: PLR0917 - one private call site
     return answered
 
 
-def _assistant(pricer: Pricer, index: int, content: object) -> tuple[str, int, list[str], bool]:
-    """Render and price an assistant message; return its tool_use ids and whether it thinks."""
+def _check_order(
+    index: int, role: str, previous: str | None, content: object, *, last: bool
+) -> None:
+    """Raise where the API refuses the message: opening, alternation and empty content."""
+    if previous is None and role != "user":
+        raise fail(FORMAT, index, "the conversation must open with a user message")
+    if role == previous:
+        raise fail(
+            FORMAT,
+            index,
+            f"two {role} messages in a row; merge them first (strict alternation)",
+        )
+    if is_empty(content) and not (last and role == "assistant"):
+        raise fail(FORMAT, index, f"a {role} message must have content")
+
+
+def _check_unique(index: int, ids: Mapping[str, list[str]], seen: dict[str, int]) -> None:
+    """Raise for a tool use id that an earlier message (or block) already used."""
+    for call_id in (call_id for group in ids.values() for call_id in group):
+        if call_id in seen:
+            raise fail(
+                FORMAT,
+                index,
+                f"the tool use id {call_id!r:.60} is used by two calls",
+                tool_use_id=call_id,
+                first_index=seen[call_id],
+            )
+        seen[call_id] = index
+
+
+def _assistant(
+    pricer: Pricer, index: int, content: object, *, strict: bool
+) -> tuple[str, int, dict[str, list[str]], set[str]]:
+    """Render and price an assistant message.
+
+    Return its call ids by kind of use, and its flags: ``thinking`` if it holds thinking
+    blocks, ``compaction`` if it holds the provider's compaction summary.
+    """
     text, cost = _blocks(pricer, index, content, "content")
-    ids: list[str] = []
-    thinking = False
+    ids: dict[str, list[str]] = {kind: [] for kind in _USES}
+    flags: set[str] = set()
     if isinstance(content, list | tuple):
         for position, block in enumerate(content):
             kind = block.get("type")
-            if kind == "tool_use":
+            if kind in _USES:
                 where = f"content[{position}].id"
                 call_id = text_field(FORMAT, index, block.get("id"), where)
-                if call_id in ids:
-                    raise fail(FORMAT, index, f"{where} repeats the tool_use id {call_id!r:.60}")
-                ids.append(call_id)
+                if strict and any(call_id in group for group in ids.values()):
+                    raise fail(FORMAT, index, f"{where} repeats the tool use id {call_id!r:.60}")
+                ids[kind].append(call_id)
+            elif kind in _IN_MESSAGE_RESULTS:
+                where = f"content[{position}].tool_use_id"
+                call_id = text_field(FORMAT, index, block.get("tool_use_id"), where)
+                if strict and call_id not in ids[_IN_MESSAGE_RESULTS[kind]]:
+                    raise fail(
+                        FORMAT,
+                        index,
+                        f"{kind} for {call_id!r:.60} has no {_IN_MESSAGE_RESULTS[kind]} before it "
+                        "in the same message",
+                        tool_use_id=call_id,
+                    )
             elif kind in _THINKING:
-                thinking = True
-    return text, cost, ids, thinking
+                flags.add("thinking")
+            elif kind == "compaction":
+                flags.add("compaction")
+    return text, cost, ids, flags
 
 
 def _blocks(pricer: Pricer, index: int, content: object, where: str) -> tuple[str, int]:
@@ -331,11 +409,12 @@ def _block(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, 
     if kind == "redacted_thinking":
         data = text_field(FORMAT, index, block.get("data"), f"{where}.data")
         return "", pricer.text(data)
-    if kind == "tool_use":
+    if kind in _USES:
         name = text_field(FORMAT, index, block.get("name"), f"{where}.name")
         arguments = as_json(block.get("input"))
+        label = "tool call" if kind == "tool_use" else kind.replace("_", " ")
         return (
-            f"[tool call {name} {arguments}]",
+            f"[{label} {name} {arguments}]",
             pricer.framing + pricer.text(name) + pricer.text(arguments),
         )
     if kind == "tool_result":
@@ -343,8 +422,16 @@ def _block(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, 
     if kind == "image":
         return "[image]", _image_tokens(block.get("source"))
     if kind == "document":
-        return "[document]", _document_tokens(pricer, block.get("source"))
-    if isinstance(kind, str):
+        return "[document]", _document_tokens(pricer, index, block, where)
+    if kind == "search_result":
+        return _search_result(pricer, index, block, where)
+    if kind == "compaction":
+        summary = block.get("content")
+        if summary is None:
+            return "", 0
+        summary = text_field(FORMAT, index, summary, f"{where}.content")
+        return summary, pricer.text(summary)
+    if isinstance(kind, str):  # server tool results, container_upload, unknown blocks
         return f"[{kind}]", pricer.text(as_json(block))
     raise fail(FORMAT, index, f"{where} has no string type")
 
@@ -368,14 +455,34 @@ def _image_tokens(source: object) -> int:
     return min(-(-pixels // (scale * IMAGE_PIXELS_PER_TOKEN)), IMAGE_MAX_TOKENS)
 
 
-def _document_tokens(pricer: Pricer, source: object) -> int:
-    """A plain-text document costs its text; any other source costs ``FILE_TOKENS``."""
+def _document_tokens(pricer: Pricer, index: int, block: Mapping[str, Any], where: str) -> int:
+    """Price a document: its ``title`` and ``context``, plus its source.
+
+    A text source costs its text, a content source its blocks, any other (PDF, URL, file)
+    ``FILE_TOKENS``. ``citations`` is a switch and costs nothing.
+    """
+    cost = 0
+    for name in ("title", "context"):
+        value = block.get(name)
+        if value is not None:
+            cost += pricer.text(text_field(FORMAT, index, value, f"{where}.{name}"))
+    source = block.get("source")
     if isinstance(source, dict):
         if source.get("type") == "text" and isinstance(source.get("data"), str):
-            return pricer.text(source["data"])
-        if source.get("type") == "content" and isinstance(source.get("content"), str):
-            return pricer.text(source["content"])
-    return FILE_TOKENS
+            return cost + pricer.text(source["data"])
+        if source.get("type") == "content":
+            return cost + _blocks(pricer, index, source.get("content"), f"{where}.source")[1]
+    return cost + FILE_TOKENS
+
+
+def _search_result(
+    pricer: Pricer, index: int, block: Mapping[str, Any], where: str
+) -> tuple[str, int]:
+    """Render and price a search result: its title, source and text blocks."""
+    title = text_field(FORMAT, index, block.get("title"), f"{where}.title")
+    source = text_field(FORMAT, index, block.get("source"), f"{where}.source")
+    text, cost = _blocks(pricer, index, block.get("content"), f"{where}.content")
+    return joined([title, text]), pricer.text(title) + pricer.text(source) + cost
 
 
 def _alternate(built: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -396,7 +503,7 @@ def _alternate(built: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _thinks(message: Mapping[str, Any]) -> bool:
     content = message.get("content")
     return isinstance(content, list | tuple) and any(
-        isinstance(block, dict) and block.get("type") in _THINKING for block in content
+        isinstance(block, dict) and block.get("type") in _OPENERS for block in content
     )
 
 

@@ -28,10 +28,12 @@ from cutctx.formats._common import (
     check_messages,
     collect,
     fail,
+    is_empty,
     joined,
     openai_image_tokens,
     render_content,
     stub_content,
+    summary_text,
     system_text,
     system_turn,
     text_field,
@@ -68,8 +70,16 @@ def to_transcript(
     Raises:
         ValidationError: naming the message ``index`` in ``details`` for a non-list, a message
             that is not an object, an unknown role, a tool message whose call is missing, a
-            tool call without its answer, or a field of the wrong type.
+            tool call without its answer, a call id used by two calls, a user message with no
+            content, or a field of the wrong type.
     """
+    return _build(messages, estimator, system, strict=True)
+
+
+def _build(  # noqa: PLR0912, PLR0915 - one branch per provider rule
+    messages: object, estimator: object, system: object, *, strict: bool
+) -> tuple[Transcript, Binding]:
+    """Build the transcript and binding; without ``strict`` only field shapes are checked."""
     pricer = Pricer.of(FORMAT, estimator)
     items = check_messages(FORMAT, messages)
     turns: list[TranscriptTurn] = []
@@ -80,6 +90,7 @@ def to_transcript(
         turns.append(turn)
         parts[turn.turn_id] = Part(turn, -1, None, maskable=False, siblings=1)
     pending: set[str] = set()
+    seen: dict[str, int] = {}  # every call id -> the message that made it
     opener, key = -1, ""
     for index, message in enumerate(items):
         role = message.get("role")
@@ -87,13 +98,20 @@ def to_transcript(
         if kind is None:
             raise fail(FORMAT, index, f"unknown role {role!r:.40}", role=repr(role)[:40])
         if pending and kind is not Role.TOOL:
-            raise _unanswered(opener, pending)
+            if strict:
+                raise _unanswered(opener, pending)
+            pending = set()
+        if strict and kind is Role.USER and is_empty(message.get("content")):
+            raise fail(FORMAT, index, "a user message must have content")
         turn_id = f"m{index}"
         text, cost = _content(pricer, index, message.get("content"))
         call_key: str | None = None
         if kind is Role.TOOL:
             call_id = text_field(FORMAT, index, message.get("tool_call_id"), "tool_call_id")
-            if call_id not in pending:
+            if call_id in pending:
+                pending.discard(call_id)
+                call_key = key
+            elif strict:
                 raise fail(
                     FORMAT,
                     index,
@@ -101,8 +119,6 @@ def to_transcript(
                     "just before it did not make (or which is already answered)",
                     call_id=call_id,
                 )
-            pending.discard(call_id)
-            call_key = key
         else:
             texts = [text] if text else []
             cost += _optional_text(pricer, index, message, "name", texts=None)
@@ -110,6 +126,8 @@ def to_transcript(
                 cost += _optional_text(pricer, index, message, "refusal", texts=texts)
                 ids, call_cost = _calls(pricer, index, message.get("tool_calls"), texts)
                 cost += call_cost
+                if strict:
+                    _check_unique(index, ids, seen)
                 if ids:
                     pending, opener, key = set(ids), index, turn_id
                     call_key = turn_id
@@ -117,7 +135,7 @@ def to_transcript(
         turn = TranscriptTurn(turn_id, kind, text, pricer.framing + cost, call_key)
         turns.append(turn)
         parts[turn_id] = Part(turn, index, None, maskable=kind is Role.TOOL, siblings=1)
-    if pending:
+    if pending and strict:
         raise _unanswered(opener, pending)
     return Transcript(tuple(turns)), Binding(FORMAT, items, system, parts, pricer.estimator)
 
@@ -128,8 +146,9 @@ def from_transcript(
     """Rebuild Chat Completions messages from a (compacted) view of ``binding``'s transcript.
 
     Kept messages are the caller's own dicts, in order; a masked tool message is a copy whose
-    ``content`` is the stub (a string, or one text part if it was a list); a summary is an
-    ``assistant`` message. Request-level ``system=`` is never emitted.
+    ``content`` is the stub (a string, or one text part if it was a list); a summary is a
+    ``user`` message opening with ``SUMMARY_LABEL``. Request-level ``system=`` is never
+    emitted.
 
     Raises:
         ValidationError: for a binding of another format or a view it cannot have produced.
@@ -137,7 +156,7 @@ def from_transcript(
     out: list[dict[str, Any]] = []
     for piece in collect(FORMAT, view, binding):
         if piece.index < 0:
-            out.append({"role": "assistant", "content": piece.text})
+            out.append({"role": "user", "content": summary_text(piece.text)})
             continue
         message = binding.messages[piece.index]
         if piece.masked:
@@ -155,13 +174,30 @@ def count_tokens(
 ) -> int:
     """Return what ``messages`` (and ``system``) cost under this format's pricing rules.
 
+    Counting needs no valid request: a partial history (a tool call still waiting for its
+    answer) is priced message by message.
+
     >>> count_tokens([{"role": "user", "content": "twelve chars"}])
     3
 
     Raises:
-        ValidationError: as ``to_transcript`` does.
+        ValidationError: for a field of the wrong type, as ``to_transcript`` does.
     """
-    return to_transcript(messages, estimator=estimator, system=system)[0].token_estimate()
+    return _build(messages, estimator, system, strict=False)[0].token_estimate()
+
+
+def _check_unique(index: int, ids: list[str], seen: dict[str, int]) -> None:
+    """Raise for a call id that an earlier message already used."""
+    for call_id in ids:
+        if call_id in seen:
+            raise fail(
+                FORMAT,
+                index,
+                f"the call id {call_id!r:.60} is used by two calls",
+                call_id=call_id,
+                first_index=seen[call_id],
+            )
+        seen[call_id] = index
 
 
 def _unanswered(opener: int, pending: set[str]) -> Exception:

@@ -1,12 +1,14 @@
 """OpenAI Responses API input items to and from cutctx transcripts.
 
 One turn per item, with ids ``m0``, ``m1``, ... by position. ``message`` items map by role
-(``system`` and ``developer`` are untouchable ``SYSTEM`` turns); ``function_call`` and
-``custom_tool_call`` items are ``ASSISTANT`` turns, their outputs ``TOOL`` turns joined to them
-by ``call_id``; consecutive calls (a parallel batch) form one exchange with all their outputs; a
-``reasoning`` item joins the exchange of the item it precedes, so it is never sent without it.
-An exchange's ``tool_call_id`` is the turn id of its first item. Only an output's body is ever
-masked. See ``docs/formats/openai_responses.md`` for the pricing rules.
+(``system`` and ``developer`` are untouchable ``SYSTEM`` turns). Items that must travel together
+share one ``tool_call_id`` (the turn id of the group's first item): a call and its output (by
+``call_id``), a run of consecutive calls with all their outputs, an ``mcp_approval_request`` and
+its response, a ``reasoning`` item and the item it precedes, and every item sharing the
+``call_id`` of an item type cutctx does not know. Hosted-tool items are units of their own; a
+``compaction`` item is pinned. Only an output whose body is its ``output`` text is ever masked
+(a ``TOOL`` turn); everything else is kept or removed whole, never edited. See
+``docs/formats/openai_responses.md`` for the rules and prices.
 
 >>> transcript, binding = to_transcript([{"role": "user", "content": "hi"}])
 >>> transcript.turn_ids(), from_transcript(transcript, binding)
@@ -30,10 +32,12 @@ from cutctx.formats._common import (
     check_messages,
     collect,
     fail,
+    is_empty,
     joined,
     openai_image_tokens,
     render_content,
     stub_content,
+    summary_text,
     system_text,
     system_turn,
     text_field,
@@ -53,11 +57,37 @@ _ROLES: Final = {
     "user": Role.USER,
     "assistant": Role.ASSISTANT,
 }
-_CALLS: Final = {"function_call": "arguments", "custom_tool_call": "input"}
-_OUTPUTS: Final = {
-    "function_call_output": "function_call",
-    "custom_tool_call_output": "custom_tool_call",
+_PAIRS: Final = {  # a call's item type -> the type of the output that answers it by call_id
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "computer_call": "computer_call_output",
+    "local_shell_call": "local_shell_call_output",
+    "shell_call": "shell_call_output",
+    "apply_patch_call": "apply_patch_call_output",
 }
+_CALL_OF: Final = {output: call for call, output in _PAIRS.items()}
+_ARGUMENTS: Final = {"function_call": "arguments", "custom_tool_call": "input"}
+# Outputs whose whole body is the text field ``output``: the only items ever masked.
+_MASKABLE: Final = frozenset(
+    {
+        "function_call_output",
+        "custom_tool_call_output",
+        "local_shell_call_output",
+        "apply_patch_call_output",
+    }
+)
+# Hosted-tool and reference items: each a unit of its own, kept or removed whole.
+_HOSTED: Final = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "item_reference",
+    }
+)
 
 
 def to_transcript(
@@ -73,15 +103,23 @@ def to_transcript(
 
     Raises:
         ValidationError: naming the item ``index`` in ``details`` for a non-list, an item that
-            is not an object, an unknown role or item type, an output whose call is missing or
-            comes before it, a call without its output, or a field of the wrong type.
+            is not an object, an unknown role, an item with no type, an output (or approval
+            response) whose call is missing or comes after it, a ``call_id`` used by two calls, a
+            call without its output, a user message with no content, or a field of the wrong
+            type.
     """
+    return _build(messages, estimator, system, strict=True)
+
+
+def _build(
+    messages: object, estimator: object, system: object, *, strict: bool
+) -> tuple[Transcript, Binding]:
     pricer = Pricer.of(FORMAT, estimator)
     items = check_messages(FORMAT, messages)
-    scan = _Scan(pricer)
+    scan = _Scan(pricer, strict=strict)
     for index, item in enumerate(items):
         scan.add(index, item)
-    scan.finish()
+    keys = scan.finish()
     turns: list[TranscriptTurn] = []
     parts: dict[str, Part] = {}
     head = system_text(FORMAT, system, pricer)
@@ -89,94 +127,227 @@ def to_transcript(
         turn = system_turn(*head)
         turns.append(turn)
         parts[turn.turn_id] = Part(turn, -1, None, maskable=False, siblings=1)
-    for index, (role, text, cost) in enumerate(scan.rows):
-        turn = TranscriptTurn(f"m{index}", role, text, pricer.framing + cost, scan.keys[index])
+    for index, (role, text, cost, pinned) in enumerate(scan.rows):
+        turn = TranscriptTurn(
+            f"m{index}", role, text, pricer.framing + cost, keys[index], pinned=pinned
+        )
         turns.append(turn)
         parts[turn.turn_id] = Part(turn, index, None, maskable=role is Role.TOOL, siblings=1)
     return Transcript(tuple(turns)), Binding(FORMAT, items, system, parts, pricer.estimator)
 
 
 class _Scan:
-    """Reads items in order, pairing calls with outputs and reasoning with what follows it."""
+    """Reads items in order and joins the ones that must travel together.
 
-    __slots__ = ("answered", "batch", "calls", "keys", "pricer", "rows", "waiting")
+    Joined items share a root (the smallest index of their group, a union-find forest): a call
+    and its output, a run of consecutive calls, an approval request and its response, a
+    reasoning item and the item after it, and every item carrying one unknown item's
+    ``call_id``.
+    """
 
-    def __init__(self, pricer: Pricer) -> None:
+    __slots__ = (
+        "answered",
+        "approvals",
+        "batch",
+        "calls",
+        "carriers",
+        "parent",
+        "pricer",
+        "rows",
+        "strict",
+        "waiting",
+    )
+
+    def __init__(self, pricer: Pricer, *, strict: bool) -> None:
         self.pricer = pricer
-        self.rows: list[tuple[Role, str, int]] = []
-        self.keys: list[str | None] = []
-        self.calls: dict[str, tuple[str, str, int]] = {}  # call_id -> (key, call type, index)
+        self.strict = strict
+        self.rows: list[tuple[Role, str, int, bool]] = []
+        self.parent: list[int] = []
+        self.calls: dict[str, tuple[str, int]] = {}  # call_id -> (call type, index)
         self.answered: set[str] = set()
+        self.approvals: dict[str, int] = {}  # mcp_approval_request id -> index
+        self.carriers: dict[str, int] = {}  # call_id -> first item of any type that carried it
         self.waiting: list[int] = []  # reasoning items waiting for the item they precede
-        self.batch: str | None = None  # the key of the current run of calls
+        self.batch: int | None = None  # the first call of the current run of calls
 
-    def add(self, index: int, item: dict[str, Any]) -> None:
-        """Read item ``index``; a reasoning item's key is settled by the item after it."""
-        kind = item.get("type", "message" if "role" in item else None)
+    def _root(self, index: int) -> int:
+        parent = self.parent
+        while parent[index] != index:
+            parent[index] = parent[parent[index]]
+            index = parent[index]
+        return index
+
+    def _join(self, first: int, second: int) -> None:
+        a, b = self._root(first), self._root(second)
+        if a != b:
+            self.parent[max(a, b)] = min(a, b)
+
+    def add(self, index: int, item: dict[str, Any]) -> None:  # noqa: PLR0912 - one branch per item family
+        """Read item ``index``: price it, and join it to the items it must travel with."""
+        self.parent.append(index)
+        kind = _kind(index, item)
+        pinned = False
         if kind == "reasoning":
             text, cost = _reasoning(self.pricer, index, item)
-            self.rows.append((Role.ASSISTANT, text, cost))
-            self.keys.append(None)
+            self.rows.append((Role.ASSISTANT, text, cost, False))
             self.waiting.append(index)
             return
-        first = f"m{self.waiting[0]}" if self.waiting else f"m{index}"
+        batch, self.batch = self.batch, None
         if kind == "message":
-            role, text, cost = _message(self.pricer, index, item)
-            self.batch = None
-            key = first if self.waiting else None
-        elif kind in _CALLS:
+            role, text, cost = _message(self.pricer, index, item, strict=self.strict)
+        elif kind in _PAIRS:
             role = Role.ASSISTANT
-            text, cost = self._call(index, item, kind, first)
-            key = self.batch
-        elif kind in _OUTPUTS:
-            role = Role.TOOL
-            key = self._output(index, item, kind)
-            text, cost = _parts(self.pricer, index, item.get("output"), "output")
-        else:
-            raise fail(FORMAT, index, f"unknown item type {kind!r:.40}", type=repr(kind)[:40])
+            text, cost = self._call(index, item, kind)
+            if batch is not None:
+                self._join(batch, index)
+            self.batch = index if batch is None else batch
+        elif kind in _CALL_OF:
+            role = Role.TOOL if kind in _MASKABLE else Role.USER
+            text, cost = self._output(index, item, kind)
+        elif kind == "mcp_approval_request":
+            role = Role.ASSISTANT
+            request = text_field(FORMAT, index, item.get("id"), "id")
+            if self.strict and request in self.approvals:
+                raise fail(FORMAT, index, f"approval request id {request!r:.60} is used twice")
+            self.approvals.setdefault(request, index)
+            text, cost = _as_text(self.pricer, kind, item)
+        elif kind == "mcp_approval_response":
+            role = Role.USER
+            text, cost = self._approval(index, item)
+        elif kind == "compaction":
+            role, pinned = Role.ASSISTANT, True
+            content = text_field(FORMAT, index, item.get("encrypted_content"), "encrypted_content")
+            text, cost = "[compaction]", self.pricer.text(content)
+        elif kind == "image_generation_call":
+            role = Role.ASSISTANT
+            text, cost = "[image_generation_call]", _generated_image(index, item)
+        else:  # hosted items and types cutctx does not know: priced whole, never edited
+            role = Role.ASSISTANT
+            text, cost = _as_text(self.pricer, kind, item)
+            if kind not in _HOSTED:
+                self._carry(index, item)
+            elif kind == "mcp_call" and item.get("approval_request_id") in self.approvals:
+                self._join(self.approvals[item["approval_request_id"]], index)
         for position in self.waiting:
-            self.keys[position] = key
+            self._join(position, index)
         self.waiting.clear()
-        self.rows.append((role, text, cost))
-        self.keys.append(key)
+        self.rows.append((role, text, cost, pinned))
 
-    def _call(self, index: int, item: dict[str, Any], kind: str, first: str) -> tuple[str, int]:
+    def _call(self, index: int, item: dict[str, Any], kind: str) -> tuple[str, int]:
         call_id = text_field(FORMAT, index, item.get("call_id"), "call_id")
         if call_id in self.calls:
-            raise fail(FORMAT, index, f"call_id {call_id!r:.60} is used twice", call_id=call_id)
+            if self.strict:
+                raise fail(
+                    FORMAT,
+                    index,
+                    f"call_id {call_id!r:.60} is used by two calls",
+                    call_id=call_id,
+                    first_index=self.calls[call_id][1],
+                )
+            self._join(self.calls[call_id][1], index)
+        else:
+            self.calls[call_id] = (kind, index)
+        self._carry(index, item)
+        argument = _ARGUMENTS.get(kind)
+        if argument is None:
+            return _as_text(self.pricer, kind, item)
         name = text_field(FORMAT, index, item.get("name"), "name")
-        argument = _CALLS[kind]
         arguments = text_field(FORMAT, index, item.get(argument), argument)
-        self.batch = self.batch or first
-        self.calls[call_id] = (self.batch, kind, index)
         pricer = self.pricer
         return f"[tool call {name} {arguments}]", pricer.text(name) + pricer.text(arguments)
 
-    def _output(self, index: int, item: dict[str, Any], kind: str) -> str:
-        call_id = text_field(FORMAT, index, item.get("call_id"), "call_id")
+    def _output(self, index: int, item: dict[str, Any], kind: str) -> tuple[str, int]:
+        # local_shell_call_output names its call by ``id`` in the API reference.
+        field = "call_id" if "call_id" in item or kind != "local_shell_call_output" else "id"
+        call_id = text_field(FORMAT, index, item.get(field), field)
         call = self.calls.get(call_id)
-        if call is None or call[1] != _OUTPUTS[kind] or call_id in self.answered:
-            raise fail(
-                FORMAT,
-                index,
-                f"{kind} answers call_id {call_id!r:.60}, which no earlier "
-                f"{_OUTPUTS[kind]} item made (or which is already answered)",
-                call_id=call_id,
-            )
-        self.answered.add(call_id)
-        self.batch = None
-        return call[0]
-
-    def finish(self) -> None:
-        """Tie trailing reasoning items together; raise for a call without its output."""
-        if len(self.waiting) > 1:
-            for position in self.waiting:
-                self.keys[position] = f"m{self.waiting[0]}"
-        for call_id, (_, _, index) in self.calls.items():
-            if call_id not in self.answered:
+        if call is None or call[0] != _CALL_OF[kind] or call_id in self.answered:
+            if self.strict:
                 raise fail(
-                    FORMAT, index, f"call_id {call_id!r:.60} has no output item", call_id=call_id
+                    FORMAT,
+                    index,
+                    f"{kind} answers call_id {call_id!r:.60}, which no earlier "
+                    f"{_CALL_OF[kind]} item made (or which is already answered)",
+                    call_id=call_id,
                 )
+        else:
+            self.answered.add(call_id)
+            self._join(call[1], index)
+        output = item.get("output")
+        if kind in ("function_call_output", "custom_tool_call_output"):
+            return _parts(self.pricer, index, output, "output")
+        if kind in _MASKABLE:
+            if output is None:
+                return "", 0
+            text = text_field(FORMAT, index, output, "output")
+            return text, self.pricer.text(text)
+        if kind == "computer_call_output":
+            screenshot = check_dict(FORMAT, index, output, "output")
+            return "[screenshot]", openai_image_tokens(screenshot.get("image_url"), None)
+        return _as_text(self.pricer, kind, item)
+
+    def _approval(self, index: int, item: dict[str, Any]) -> tuple[str, int]:
+        request = text_field(FORMAT, index, item.get("approval_request_id"), "approval_request_id")
+        opener = self.approvals.get(request)
+        if opener is None or request in self.answered:
+            if self.strict:
+                raise fail(
+                    FORMAT,
+                    index,
+                    f"mcp_approval_response answers {request!r:.60}, which no earlier "
+                    "mcp_approval_request made (or which is already answered)",
+                    approval_request_id=request,
+                )
+        else:
+            self.answered.add(request)
+            self._join(opener, index)
+        return _as_text(self.pricer, "mcp_approval_response", item)
+
+    def _carry(self, index: int, item: dict[str, Any]) -> None:
+        """Join an unknown item to every item sharing its ``call_id`` (a call, or another)."""
+        call_id = item.get("call_id")
+        if isinstance(call_id, str):
+            first = self.carriers.setdefault(call_id, index)
+            self._join(first, index)
+
+    def finish(self) -> list[str | None]:
+        """Raise for a call without its output; return each item's exchange key.
+
+        A group of two or more items is keyed by the turn id of its first item; an item that
+        travels alone has no key. Trailing reasoning items travel together.
+        """
+        for position in self.waiting[1:]:
+            self._join(self.waiting[0], position)
+        if self.strict:
+            for call_id, (_, index) in self.calls.items():
+                if call_id not in self.answered:
+                    raise fail(
+                        FORMAT,
+                        index,
+                        f"call_id {call_id!r:.60} has no output item",
+                        call_id=call_id,
+                    )
+        roots = [self._root(index) for index in range(len(self.parent))]
+        sizes: dict[int, int] = {}
+        for root in roots:
+            sizes[root] = sizes.get(root, 0) + 1
+        return [f"m{root}" if sizes[root] > 1 else None for root in roots]
+
+
+def _kind(index: int, item: dict[str, Any]) -> str:
+    """Return the item's type: ``message`` for a bare ``role``, ``item_reference`` for a bare id.
+
+    The API lets both omit ``type``.
+    """
+    kind = item.get("type")
+    if kind is None:
+        if "role" in item:
+            return "message"
+        if "id" in item:
+            return "item_reference"
+    if not isinstance(kind, str):
+        raise fail(FORMAT, index, "the item has no string type", type=repr(kind)[:40])
+    return kind
 
 
 def from_transcript(
@@ -185,8 +356,9 @@ def from_transcript(
     """Rebuild Responses input items from a (compacted) view of ``binding``'s transcript.
 
     Kept items are the caller's own dicts, in order; a masked output is a copy whose ``output``
-    is the stub (a string, or one ``input_text`` part if it was a list); a summary is an
-    assistant ``message`` item. Request-level ``system=`` is never emitted.
+    is the stub (a string, or one ``input_text`` part if it was a list); a summary is a user
+    ``message`` item opening with ``SUMMARY_LABEL``. Request-level ``system=`` is never
+    emitted.
 
     Raises:
         ValidationError: for a binding of another format or a view it cannot have produced.
@@ -194,7 +366,7 @@ def from_transcript(
     out: list[dict[str, Any]] = []
     for piece in collect(FORMAT, view, binding):
         if piece.index < 0:
-            out.append({"type": "message", "role": "assistant", "content": piece.text})
+            out.append({"type": "message", "role": "user", "content": summary_text(piece.text)})
             continue
         item = binding.messages[piece.index]
         if piece.masked:
@@ -212,22 +384,46 @@ def count_tokens(
 ) -> int:
     """Return what the items (and ``system``) cost under this format's pricing rules.
 
+    Counting needs no valid request: a partial history (a call still waiting for its output, an
+    output whose call is elsewhere) is priced item by item.
+
     >>> count_tokens([{"role": "user", "content": "twelve chars"}])
     3
 
     Raises:
-        ValidationError: as ``to_transcript`` does.
+        ValidationError: for a field of the wrong type, as ``to_transcript`` does.
     """
-    return to_transcript(messages, estimator=estimator, system=system)[0].token_estimate()
+    transcript, _ = _build(messages, estimator, system, strict=False)
+    return transcript.token_estimate()
 
 
-def _message(pricer: Pricer, index: int, item: dict[str, Any]) -> tuple[Role, str, int]:
+def _message(
+    pricer: Pricer, index: int, item: dict[str, Any], *, strict: bool
+) -> tuple[Role, str, int]:
     role = item.get("role")
     kind = _ROLES.get(role) if isinstance(role, str) else None
     if kind is None:
         raise fail(FORMAT, index, f"unknown role {role!r:.40}", role=repr(role)[:40])
-    text, cost = _parts(pricer, index, item.get("content"), "content")
+    content = item.get("content")
+    if strict and kind is Role.USER and is_empty(content):
+        raise fail(FORMAT, index, "a user message must have content")
+    text, cost = _parts(pricer, index, content, "content")
     return kind, text, cost
+
+
+def _as_text(pricer: Pricer, kind: str, item: dict[str, Any]) -> tuple[str, int]:
+    """Render and price an item cutctx never edits by its compact JSON, as text."""
+    body = as_json(item)
+    return f"[{kind}] {body}", pricer.text(body)
+
+
+def _generated_image(index: int, item: dict[str, Any]) -> int:
+    """Price a generated image (base64 in ``result``) as an input image of its size."""
+    result = item.get("result")
+    if result is None:
+        return 0
+    data = text_field(FORMAT, index, result, "result")
+    return openai_image_tokens(f"data:image/png;base64,{data}", None)
 
 
 def _reasoning(pricer: Pricer, index: int, item: dict[str, Any]) -> tuple[str, int]:

@@ -17,6 +17,7 @@ from cutctx import (
     compact_messages,
 )
 from cutctx.formats import anthropic
+from cutctx.formats._common import SUMMARY_LABEL
 from tests.format_validators import anthropic_problems, png
 from tests.unit.formats.helpers import WORDS, stub
 
@@ -135,11 +136,17 @@ class TestToTranscript:
                 "source": {"type": "text", "media_type": "text/plain", "data": "a b c"},
             },
             {"type": "document", "source": {"type": "content", "content": "d e"}},
-            {"type": "search_result", "title": "t"},
+            {
+                "type": "search_result",
+                "source": "https://kb/x",
+                "title": "t u",
+                "content": [{"type": "text", "text": "v w x"}],
+                "citations": {"enabled": True},
+            },
         ]
-        # 1600 + 3000 + 3 + 2 + words of '{"type":"search_result","title":"t"}' (1)
+        # 1600 + 3000 + 3 + 2 + search result: title 2 + source 1 + text 3
         assert anthropic.count_tokens([{"role": "user", "content": content}], estimator=WORDS) == (
-            3 + 1600 + 3000 + 3 + 2 + 1
+            3 + 1600 + 3000 + 3 + 2 + 6
         )
 
     def test_redacted_thinking_is_priced_by_its_data(self) -> None:
@@ -210,20 +217,30 @@ class TestFromTranscript:
         )
         assert anthropic_problems(done.messages) == []
 
-    def test_a_summary_merges_with_a_following_assistant_without_thinking(self) -> None:
+    def test_a_summary_is_a_labelled_user_message_so_no_filler_is_needed(self) -> None:
         transcript, binding = anthropic.to_transcript(CONVO)
         view = Transcript(
             (transcript.turns[0], turn("summary:span-1", "Asked weather.  "), *transcript.turns[6:])
         )
         out = anthropic.from_transcript(view, binding)
-        merged = {
-            "role": "assistant",
-            "content": [
-                {"type": "text", "text": "Asked weather."},
-                {"type": "text", "text": "Paris is sunny, Rome is rainy."},
-            ],
-        }
-        assert out == [FILLER, merged, CONVO[4], CONVO[5]]
+        summary = {"role": "user", "content": f"{SUMMARY_LABEL}\n\nAsked weather."}
+        assert out == [summary, *CONVO[3:]]
+        assert anthropic_problems(out) == []
+
+    def test_a_summary_is_never_merged_ahead_of_a_tool_use(self) -> None:
+        convo: list[dict[str, Any]] = [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "a"},
+            {"role": "user", "content": "Look it up."},
+            *CONVO[1:],
+        ]
+        transcript, binding = anthropic.to_transcript(convo)
+        kept = [t for t in transcript.turns if t.turn_id not in ("m0", "m1", "m2")]
+        view = Transcript((kept[0], turn("summary:span-1", "Greetings."), *kept[1:]))
+        out = anthropic.from_transcript(view, binding)
+        assert out[0] == {"role": "user", "content": f"{SUMMARY_LABEL}\n\nGreetings."}
+        assert out[1] is convo[3]  # the thinking, tool_use message, untouched and on its own
+        assert anthropic_problems(out) == []
 
     def test_thinking_stays_first_so_a_filler_goes_between_two_assistants(self) -> None:
         thinker = {"role": "assistant", "content": [THINKING, {"type": "text", "text": "Sure."}]}
@@ -249,11 +266,12 @@ class TestFromTranscript:
         }
         assert anthropic_problems(out) == []
 
-    def test_a_summary_without_text_is_refused(self) -> None:
+    def test_a_summary_without_text_is_still_a_non_empty_message(self) -> None:
         transcript, binding = anthropic.to_transcript(CONVO)
         view = Transcript((turn("summary:span-1", " \n"), *transcript.turns[6:]))
-        with pytest.raises(ValidationError, match="summary must hold some text"):
-            anthropic.from_transcript(view, binding)
+        out = anthropic.from_transcript(view, binding)
+        assert out[0] == {"role": "user", "content": SUMMARY_LABEL}
+        assert anthropic_problems(out) == []
 
     def test_a_view_holding_part_of_a_split_message_is_refused(self) -> None:
         transcript, binding = anthropic.to_transcript(CONVO)
@@ -330,3 +348,148 @@ class TestMalformedInput:
     def test_a_bad_system_is_refused(self) -> None:
         with pytest.raises(ValidationError, match="system"):
             anthropic.to_transcript([USER], system={"text": "x"})  # type: ignore[arg-type]
+
+
+SEARCH_USE = {
+    "type": "server_tool_use",
+    "id": "srvtoolu_1",
+    "name": "web_search",
+    "input": {"query": "rain"},
+}
+SEARCH_RESULT = {
+    "type": "web_search_tool_result",
+    "tool_use_id": "srvtoolu_1",
+    "content": [{"type": "web_search_result", "url": "u", "title": "t", "encrypted_content": "e"}],
+}
+MCP_USE = {
+    "type": "mcp_tool_use",
+    "id": "mcptoolu_1",
+    "name": "ask",
+    "server_name": "w",
+    "input": {},
+}
+MCP_RESULT = {
+    "type": "mcp_tool_result",
+    "tool_use_id": "mcptoolu_1",
+    "content": [{"type": "text", "text": "an answer"}],
+}
+SERVED: list[dict[str, Any]] = [
+    {"role": "user", "content": "Search for rain."},
+    {
+        "role": "assistant",
+        "content": [
+            SEARCH_USE,
+            SEARCH_RESULT,
+            MCP_USE,
+            MCP_RESULT,
+            {"type": "text", "text": "Wet."},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {"type": "container_upload", "file_id": "file_1"},
+            {"type": "x_future_block", "v": 1},
+            {"type": "text", "text": "Thanks."},
+        ],
+    },
+    {"role": "assistant", "content": [{"type": "compaction", "content": "We searched for rain."}]},
+    {"role": "user", "content": "Next?"},
+]
+
+
+class TestServerBlocks:
+    def test_server_and_mcp_uses_stay_in_one_turn_with_their_results(self) -> None:
+        transcript, binding = anthropic.to_transcript(SERVED)
+        assert transcript.turn_ids() == ("system", "m0", "m1", "m2", "m3", "m4")
+        assert transcript.turns[2].tool_call_id is None  # nothing to answer in the next message
+        assert anthropic.from_transcript(transcript, binding) == SERVED
+
+    def test_a_compaction_block_pins_its_message(self) -> None:
+        transcript, _ = anthropic.to_transcript(SERVED)
+        assert [turn.turn_id for turn in transcript.turns if turn.pinned] == ["system", "m3"]
+        done = compact_messages(SERVED, max_tokens=30, format="anthropic", protected_recent_turns=1)
+        assert SERVED[3] in done.messages
+        assert anthropic_problems(done.messages) == []
+
+    def test_new_blocks_are_priced_by_the_documented_rules(self) -> None:
+        def cost(block: dict[str, Any]) -> int:
+            return (
+                anthropic.count_tokens([{"role": "user", "content": [block]}], estimator=WORDS) - 3
+            )
+
+        assert cost(SEARCH_USE) == 3 + 1 + 1  # framing, name, '{"query":"rain"}'
+        assert cost(MCP_USE) == 3 + 1 + 1
+        assert cost(SEARCH_RESULT) == 1  # compact JSON without spaces
+        assert cost(MCP_RESULT) == 2  # '...[{"type":"text","text":"an' 'answer"}]}'
+        assert cost({"type": "container_upload", "file_id": "file_1"}) == 1
+        assert cost({"type": "compaction", "content": "We searched for rain."}) == 4
+        assert cost({"type": "compaction", "content": None}) == 0
+        document = {
+            "type": "document",
+            "title": "a b",
+            "context": "c",
+            "citations": {"enabled": True},
+            "source": {"type": "content", "content": [{"type": "text", "text": "d e f"}]},
+        }
+        assert cost(document) == 2 + 1 + 3
+
+    def test_an_unknown_block_is_carried_through_unchanged(self) -> None:
+        transcript, binding = anthropic.to_transcript(SERVED)
+        out = anthropic.from_transcript(transcript, binding)
+        assert out[2] is SERVED[2]
+
+    def test_a_server_result_without_its_use_in_the_message_is_refused(self) -> None:
+        messages = [SERVED[0], {"role": "assistant", "content": [SEARCH_RESULT, SEARCH_USE]}]
+        with pytest.raises(ValidationError, match="no server_tool_use before it") as caught:
+            anthropic.to_transcript(messages)
+        assert caught.value.details["index"] == 1
+
+
+class TestProviderRules:
+    @pytest.mark.parametrize(
+        ("messages", "index", "fragment"),
+        [
+            ([{"role": "user", "content": ""}], 0, "must have content"),
+            ([{"role": "user", "content": []}], 0, "must have content"),
+            ([USER, {"role": "assistant", "content": []}, USER], 1, "must have content"),
+            (
+                [
+                    USER,
+                    {"role": "assistant", "content": [use("t1")]},
+                    {"role": "user", "content": [result("t1")]},
+                    {"role": "assistant", "content": [use("t1")]},
+                    {"role": "user", "content": [result("t1")]},
+                ],
+                3,
+                "used by two calls",
+            ),
+            (
+                [USER, {"role": "assistant", "content": [SEARCH_USE, SEARCH_RESULT, SEARCH_USE]}],
+                1,
+                "repeats",
+            ),
+        ],
+    )
+    def test_inputs_the_provider_refuses_get_a_typed_error_naming_the_message(
+        self, messages: list[dict[str, Any]], index: int, fragment: str
+    ) -> None:
+        with pytest.raises(ValidationError, match=fragment) as caught:
+            anthropic.to_transcript(messages)
+        assert caught.value.details["index"] == index
+
+    def test_an_empty_final_assistant_message_is_allowed(self) -> None:
+        transcript, _ = anthropic.to_transcript([USER, {"role": "assistant", "content": []}])
+        assert transcript.turn_ids() == ("system", "m0", "m1")
+
+    def test_count_tokens_accepts_a_partial_history(self) -> None:
+        prefix = CONVO[:2]  # two tool_use blocks still waiting for their results
+        with pytest.raises(ValidationError, match="no tool_result"):
+            anthropic.to_transcript(prefix)
+        assert anthropic.count_tokens(prefix, estimator=WORDS, system=SYSTEM) == (
+            COSTS[0] - RESERVE + COSTS[1] + COSTS[2] - RESERVE
+        )
+        # no validity needed at all: a results message alone, two user messages in a row
+        assert anthropic.count_tokens([CONVO[2], CONVO[4]], estimator=WORDS) == (
+            sum(COSTS[3:6]) + COSTS[7]
+        )

@@ -18,6 +18,7 @@ from cutctx import (
     compact_messages,
 )
 from cutctx.formats import openai_chat
+from cutctx.formats._common import SUMMARY_LABEL
 from tests.format_validators import chat_problems, png
 from tests.unit.formats.helpers import WORDS, stub
 
@@ -174,7 +175,7 @@ class TestFromTranscript:
             True,
         ]
 
-    def test_a_summary_becomes_an_assistant_message_where_its_span_began(self) -> None:
+    def test_a_summary_becomes_a_labelled_user_message_where_its_span_began(self) -> None:
         transcript, binding = openai_chat.to_transcript(WEATHER)
         view = Transcript(
             (
@@ -186,7 +187,7 @@ class TestFromTranscript:
         out = openai_chat.from_transcript(view, binding)
         assert out == [
             WEATHER[0],
-            {"role": "assistant", "content": "They asked about weather."},
+            {"role": "user", "content": f"{SUMMARY_LABEL}\n\nThey asked about weather."},
             *WEATHER[5:],
         ]
         assert chat_problems(out) == []
@@ -294,3 +295,40 @@ class TestMalformedInput:
             openai_chat.to_transcript([], system=3)  # type: ignore[arg-type]
         with pytest.raises(ValidationError, match="system"):
             openai_chat.to_transcript([], system=[{"type": "image"}])
+
+
+class TestProviderRules:
+    @pytest.mark.parametrize(
+        ("messages", "index", "fragment"),
+        [
+            ([{"role": "user", "content": []}], 0, "must have content"),
+            ([{"role": "user", "content": None}], 0, "must have content"),
+            ([{"role": "user"}], 0, "must have content"),
+            (
+                [
+                    {"role": "assistant", "tool_calls": [call("c1", "Paris")]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+                    {"role": "assistant", "tool_calls": [call("c1", "Rome")]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "rain"},
+                ],
+                2,
+                "used by two calls",
+            ),
+        ],
+    )
+    def test_inputs_the_provider_refuses_get_a_typed_error_naming_the_message(
+        self, messages: list[dict[str, Any]], index: int, fragment: str
+    ) -> None:
+        with pytest.raises(ValidationError, match=fragment) as caught:
+            openai_chat.to_transcript(messages)
+        assert caught.value.details["index"] == index
+
+    def test_count_tokens_accepts_a_partial_history(self) -> None:
+        prefix = WEATHER[:3]  # the calls are still waiting for their answers
+        with pytest.raises(ValidationError, match="has no tool message"):
+            openai_chat.to_transcript(prefix)
+        assert openai_chat.count_tokens(prefix, estimator=WORDS) == sum(WEATHER_COSTS[:3])
+        # a tool message whose call is elsewhere, and a second prefix after an unanswered call
+        pieces = [WEATHER[3], *WEATHER[:3], WEATHER[1]]
+        expected = WEATHER_COSTS[3] + sum(WEATHER_COSTS[:3]) + WEATHER_COSTS[1]
+        assert openai_chat.count_tokens(pieces, estimator=WORDS) == expected

@@ -17,7 +17,8 @@ from cutctx import (
     compact_messages,
 )
 from cutctx.formats import openai_responses
-from tests.format_validators import responses_problems
+from cutctx.formats._common import SUMMARY_LABEL
+from tests.format_validators import png, responses_problems
 from tests.unit.formats.helpers import WORDS, stub
 
 SUNNY, RAIN = "sunny " * 50, "rain " * 50
@@ -146,7 +147,7 @@ class TestFromTranscript:
         }
         assert all(out[i] is ITEMS[i] for i in range(11) if i not in (5, 6))
 
-    def test_a_summary_is_an_assistant_message_item(self) -> None:
+    def test_a_summary_is_a_labelled_user_message_item(self) -> None:
         transcript, binding = openai_responses.to_transcript(ITEMS)
         view = Transcript(
             (
@@ -155,7 +156,11 @@ class TestFromTranscript:
             )
         )
         out = openai_responses.from_transcript(view, binding)
-        assert out[0] == {"type": "message", "role": "assistant", "content": "Asked weather."}
+        assert out[0] == {
+            "type": "message",
+            "role": "user",
+            "content": f"{SUMMARY_LABEL}\n\nAsked weather.",
+        }
         assert responses_problems(out, ITEMS) == []
 
     def test_dropping_takes_reasoning_calls_and_outputs_together(self) -> None:
@@ -174,8 +179,8 @@ class TestFromTranscript:
 
 BAD: list[tuple[Any, int | None, str]] = [
     ("items", None, "must be a list"),
-    ([{"type": "web_search_call"}], 0, "unknown item type"),
-    ([{"foo": 1}], 0, "unknown item type"),
+    ([{"foo": 1}], 0, "no string type"),
+    ([{"type": 7}], 0, "no string type"),
     ([{"role": "tool", "content": "x"}], 0, "unknown role"),
     ([{"type": "function_call_output", "call_id": "c", "output": "x"}], 0, "no earlier"),
     (
@@ -201,7 +206,7 @@ BAD: list[tuple[Any, int | None, str]] = [
             {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
         ],
         1,
-        "used twice",
+        "used by two calls",
     ),
     (
         [
@@ -233,3 +238,155 @@ class TestMalformedInput:
         with pytest.raises(ValidationError, match=fragment) as caught:
             openai_responses.to_transcript(items)
         assert caught.value.details["index"] == index
+
+
+def exec_call(call_id: str) -> dict[str, Any]:
+    return {
+        "type": "local_shell_call",
+        "id": f"ls_{call_id}",
+        "call_id": call_id,
+        "action": {"type": "exec", "command": ["ls"], "env": {}},
+        "status": "completed",
+    }
+
+
+SCREENSHOT = {"type": "computer_screenshot", "image_url": "data:image/png;base64," + png(1280, 800)}
+HOSTED: list[dict[str, Any]] = [
+    {"role": "user", "content": "Tidy the repo."},
+    {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search"}},
+    {"type": "computer_call", "id": "cu_1", "call_id": "cu", "action": {"type": "screenshot"}},
+    {"type": "computer_call_output", "call_id": "cu", "output": SCREENSHOT},
+    exec_call("sh"),
+    {"type": "local_shell_call_output", "id": "sh", "output": "a.py b.py " * 40},
+    {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "w", "name": "ask"},
+    {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True},
+    {"type": "reasoning", "id": "rs_1", "summary": []},
+    {"type": "mcp_call", "id": "mcp_1", "name": "ask", "arguments": "{}", "output": "x " * 80},
+    {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque blob"},
+    {"type": "x_future", "call_id": "fx", "payload": 1},
+    {"type": "x_future_output", "call_id": "fx", "data": "y " * 60},
+    {"id": "msg_0"},
+    {"role": "user", "content": "Go on."},
+]
+
+
+class TestHostedItems:
+    def test_each_item_joins_exactly_the_items_it_must_travel_with(self) -> None:
+        transcript, _ = openai_responses.to_transcript(HOSTED)
+        keys = [turn.tool_call_id for turn in transcript.turns]
+        assert keys == [
+            None,  # user
+            None,  # web_search_call: a unit of its own
+            "m2",  # computer_call and its output
+            "m2",
+            "m4",  # local_shell_call and its output (named by id)
+            "m4",
+            "m6",  # approval request and response
+            "m6",
+            "m8",  # reasoning and the mcp_call it precedes
+            "m8",
+            None,  # compaction
+            "m11",  # two unknown items sharing a call_id
+            "m11",
+            None,  # item_reference, with no type
+            None,
+        ]
+
+    def test_only_text_outputs_are_tool_turns_and_compaction_is_pinned(self) -> None:
+        transcript, _ = openai_responses.to_transcript(HOSTED)
+        tools = [turn.turn_id for turn in transcript.turns if turn.role is Role.TOOL]
+        assert tools == ["m5"]
+        assert [turn.turn_id for turn in transcript.turns if turn.pinned] == ["m10"]
+
+    def test_hosted_items_are_priced_by_the_documented_rules(self) -> None:
+        def cost(item: dict[str, Any]) -> int:
+            return openai_responses.count_tokens([item], estimator=WORDS) - 3
+
+        # compact JSON without spaces is one word
+        assert cost(HOSTED[1]) == 1
+        # 1280x800 fits 2048, then 768 on the short side: 1229x768, 3x2 tiles
+        assert cost(HOSTED[3]) == 85 + 170 * 6
+        assert cost(HOSTED[5]) == 80
+        assert cost(HOSTED[10]) == 2
+        generated = {"type": "image_generation_call", "id": "ig", "result": png(512, 512)}
+        assert cost(generated) == 85 + 170
+        assert cost({"type": "image_generation_call", "id": "ig", "result": None}) == 0
+        # the JSON '{..."output":"x x ... x "}' splits into 81 words: its head, 79 x, '"}'
+        assert cost(HOSTED[9]) == 81
+
+    def test_masking_edits_only_an_output_whose_body_is_text(self) -> None:
+        transcript, binding = openai_responses.to_transcript(HOSTED, estimator=WORDS)
+        plan = ObservationMaskingPolicy(0, estimator=WORDS).decide(
+            transcript, CompactionBudget(max_tokens=5, protected_recent_turns=0)
+        )
+        out = openai_responses.from_transcript(
+            CompactionExecutor().apply(transcript, plan), binding
+        )
+        assert plan.budget_unmet  # only the one text output could be masked
+        assert out[5] == {
+            "type": "local_shell_call_output",
+            "id": "sh",
+            "output": stub("a.py b.py " * 40, 83),
+        }
+        assert all(out[i] is HOSTED[i] for i in range(len(HOSTED)) if i != 5)
+        assert responses_problems(out, HOSTED) == []
+
+    def test_dropping_keeps_the_compaction_item_and_whole_units(self) -> None:
+        done = compact_messages(
+            HOSTED, max_tokens=40, format="openai_responses", protected_recent_turns=1
+        )
+        assert HOSTED[10] in done.messages
+        assert done.messages == [HOSTED[10], HOSTED[13], HOSTED[14]]
+        assert responses_problems(done.messages, HOSTED) == []
+
+    def test_an_unknown_item_is_carried_byte_for_byte(self) -> None:
+        transcript, binding = openai_responses.to_transcript(HOSTED)
+        out = openai_responses.from_transcript(transcript, binding)
+        assert out[11] is HOSTED[11]
+        assert out[12] is HOSTED[12]
+
+    def test_an_mcp_call_made_after_approval_joins_its_request_and_response(self) -> None:
+        approved = {**HOSTED[9], "approval_request_id": "mcpr_1"}
+        items = [*HOSTED[:8], approved, HOSTED[-1]]
+        transcript, _ = openai_responses.to_transcript(items)
+        assert [turn.tool_call_id for turn in transcript.turns][6:] == ["m6", "m6", "m6", None]
+
+    def test_an_unanswered_approval_request_stands_alone(self) -> None:
+        transcript, _ = openai_responses.to_transcript([*HOSTED[:7], HOSTED[-1]])
+        assert transcript.turns[6].tool_call_id is None
+
+
+class TestProviderRules:
+    @pytest.mark.parametrize(
+        ("items", "index", "fragment"),
+        [
+            ([{"role": "user", "content": []}], 0, "must have content"),
+            ([{"role": "user"}], 0, "must have content"),
+            ([{"type": "mcp_approval_response", "approval_request_id": "r"}], 0, "no earlier"),
+            ([exec_call("a"), exec_call("a")], 1, "used by two calls"),
+            ([{"role": "user", "content": "q"}, exec_call("a")], 1, "no output"),
+            (
+                [{"type": "computer_call", "call_id": "c"}, HOSTED[5]],
+                1,
+                "no earlier local_shell_call",
+            ),
+            ([HOSTED[6], HOSTED[6]], 1, "used twice"),
+            ([{"type": "compaction"}], 0, "encrypted_content must be"),
+        ],
+    )
+    def test_inputs_the_provider_refuses_get_a_typed_error_naming_the_item(
+        self, items: list[dict[str, Any]], index: int, fragment: str
+    ) -> None:
+        with pytest.raises(ValidationError, match=fragment) as caught:
+            openai_responses.to_transcript(items)
+        assert caught.value.details["index"] == index
+
+    def test_count_tokens_accepts_a_partial_history(self) -> None:
+        prefix = [*ITEMS[:5]]  # two calls still waiting for their outputs
+        with pytest.raises(ValidationError, match="no output"):
+            openai_responses.to_transcript(prefix)
+        assert openai_responses.count_tokens(prefix, estimator=WORDS) == sum(COSTS[:5])
+        orphan = [ITEMS[5], ITEMS[5]]  # outputs whose call is elsewhere, one answered twice
+        assert openai_responses.count_tokens(orphan, estimator=WORDS) == 2 * COSTS[5]
+        twice = [ITEMS[3], ITEMS[3]]
+        assert openai_responses.count_tokens(twice, estimator=WORDS) == 2 * COSTS[3]
