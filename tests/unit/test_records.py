@@ -30,6 +30,7 @@ from cutctx import (
 )
 from cutctx._audit.policies import ROWS, Config, NotRebuildable, describe, policy_config, rebuild
 from cutctx._audit.records import SEALED, transcript_digest
+from cutctx._core.plan import canonical_json
 
 if TYPE_CHECKING:
     from cutctx import CompactionPolicy
@@ -125,6 +126,19 @@ class TestTranscriptDigest:
         assert transcript_digest(TRANSCRIPT) == oracle_digest(TRANSCRIPT)
         assert transcript_digest(Transcript(())) == oracle_digest(Transcript(()))
 
+    def test_ids_and_metadata_that_json_escapes_are_written_as_json_dumps_writes_them(
+        self,
+    ) -> None:
+        awkward = Transcript(
+            (
+                TranscriptTurn('q"\\\u00e9\n\u2028', Role.TOOL, "", 0, 'c"1', pinned=True),
+                TranscriptTurn(
+                    "m", Role.USER, "x", 1, metadata={"z": 'a"\tb', "a": "\u4e2d", "": ""}
+                ),
+            )
+        )
+        assert transcript_digest(awkward) == oracle_digest(awkward)
+
     @pytest.mark.parametrize(
         "change",
         [
@@ -161,6 +175,7 @@ class TestCompactionRecordOf:
         record = CompactionRecord.of(plan, TRANSCRIPT, BUDGET, policy, format="anthropic")
         assert record.schema_version == 1
         assert dict(record.to_dict()["plan"]) == plan.to_dict()
+        assert canonical_json(record.to_dict()["plan"]) == plan.canonical_json()  # byte identical
         assert record.plan_hash == plan.plan_hash()
         assert record.budget == BUDGET
         assert (record.policy_name, record.policy_version) == (policy.name, policy.version)
