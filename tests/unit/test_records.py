@@ -107,7 +107,9 @@ def oracle_digest(transcript: Transcript) -> str:
         {
             "turn_id": t.turn_id,
             "role": t.role.value,
-            "content_sha256": hashlib.sha256(t.content.encode("utf-8")).hexdigest(),
+            "content_sha256": hashlib.sha256(
+                t.content.encode("utf-8", "surrogatepass")
+            ).hexdigest(),
             "token_estimate": t.token_estimate,
             "tool_call_id": t.tool_call_id,
             "pinned": t.pinned,
@@ -116,7 +118,8 @@ def oracle_digest(transcript: Transcript) -> str:
         for t in transcript.turns
     ]
     text = json.dumps(turns, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # A lone surrogate: as its JSON escape in the JSON text (json.dumps with ensure_ascii).
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
 
 
 class TestTranscriptDigest:
@@ -138,6 +141,23 @@ class TestTranscriptDigest:
             )
         )
         assert transcript_digest(awkward) == oracle_digest(awkward)
+
+    def test_lone_surrogates_are_digested_without_an_error_and_apart_from_their_escapes(
+        self,
+    ) -> None:
+        lone = Transcript(
+            (TranscriptTurn("\ud800", Role.USER, "a\udfffb" * 3000, 1, metadata={"k": "\ud801"}),)
+        )
+        escaped = Transcript(
+            (
+                TranscriptTurn(
+                    "\\ud800", Role.USER, "a\\udfffb" * 3000, 1, metadata={"k": "\\ud801"}
+                ),
+            )
+        )
+        assert transcript_digest(lone) == oracle_digest(lone)
+        assert transcript_digest(escaped) == oracle_digest(escaped)
+        assert transcript_digest(lone) != transcript_digest(escaped)
 
     @pytest.mark.parametrize(
         "change",
