@@ -62,14 +62,14 @@ class Custom:
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
         plan = DropOldestPolicy().decide(transcript, budget)
         return CompactionPlan(
-            plan.actions,
-            plan.summarization_requests,
-            plan.tokens_before,
-            plan.tokens_after_estimate,
-            self.name,
-            self.version,
-            plan.estimator_ratio,
-            plan.budget_unmet,
+            actions=plan.actions,
+            summarization_requests=plan.summarization_requests,
+            tokens_before=plan.tokens_before,
+            tokens_after_estimate=plan.tokens_after_estimate,
+            policy_name=self.name,
+            policy_version=self.version,
+            estimator_ratio=plan.estimator_ratio,
+            budget_unmet=plan.budget_unmet,
             transcript=transcript,
             budget=budget,
         )
