@@ -69,8 +69,9 @@ DOCUMENTED = {
     # the release, as in 0.1
     "__version__",
 }
-# Additions beyond that first list, decided and documented elsewhere: the tokenizer wrapper is
-# always exported; the provider-format helper and its result type join with the formats edge.
+# Additions beyond that first list, decided and documented elsewhere: the tokenizer wrapper,
+# the re-exported ValidationError and the audit layer (records, verify, explain) are always
+# exported; the provider-format helper and its result type join with the formats edge.
 ADDED_ALWAYS = {
     "TokenizerEstimator",
     "ValidationError",
