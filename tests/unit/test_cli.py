@@ -774,6 +774,8 @@ class TestStreams:
     ) -> None:
         path = write_json(tmp_path / "chat.json", chat_messages())
         monkeypatch.setattr(sys, "argv", ["cutctx", "stats", str(path)])
+        # An earlier import (the docstring tests walk every module) would make runpy warn.
+        monkeypatch.delitem(sys.modules, "cutctx.__main__", raising=False)
         with pytest.raises(SystemExit) as raised:
             runpy.run_module("cutctx", run_name="__main__")
         assert raised.value.code == 0
