@@ -10,7 +10,6 @@ what ``count_tokens`` charges for it.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,13 @@ from baseaicore import ValidationError
 from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator
 from cutctx._core.report import CompactedTranscript
 from cutctx._core.values import SUMMARY_TURN_ID_PREFIX, Role, Transcript, TranscriptTurn
+from cutctx.formats._images import (
+    OPENAI_IMAGE_BASE_TOKENS,
+    OPENAI_IMAGE_TILE_TOKENS,
+    OPENAI_IMAGE_UNSIZED_TOKENS,
+    image_size,
+    openai_image_tokens,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -47,16 +53,6 @@ __all__ = [
     "openai_image_tokens",
     "system_turn",
 ]
-
-OPENAI_IMAGE_BASE_TOKENS: Final = 85
-"""An OpenAI image at ``detail: "low"`` costs this; at high detail it is the base per image."""
-
-OPENAI_IMAGE_TILE_TOKENS: Final = 170
-"""An OpenAI high-detail image costs this per 512-pixel tile, on top of the base."""
-
-OPENAI_IMAGE_UNSIZED_TOKENS: Final = OPENAI_IMAGE_BASE_TOKENS + 8 * OPENAI_IMAGE_TILE_TOKENS
-"""A high- or auto-detail OpenAI image whose size cannot be read: the most the tile rule allows
-(8 tiles, 1 445 tokens), so an unknown image is never under-priced."""
 
 AUDIO_TOKENS: Final = 1_000
 """An audio input part: its duration is not in the part's metadata; about 100 s of speech."""
@@ -259,66 +255,6 @@ def _close(fmt: str, piece: Piece | None) -> None:
             piece.index,
             f"the view holds {piece.seen} of the message's {piece.siblings} turns",
         )
-
-
-def image_size(data: str) -> tuple[int, int] | None:
-    """Read a PNG's or GIF's width and height from the head of its base64 data, if it is one.
-
-    Only the first 32 bytes are decoded: the size is metadata, never inferred from the length.
-    """
-    try:
-        head = base64.b64decode(data[:44], validate=False)
-    except ValueError:
-        return None
-    if head[:8] == b"\x89PNG\r\n\x1a\n" and len(head) >= 24:
-        width = int.from_bytes(head[16:20], "big")
-        height = int.from_bytes(head[20:24], "big")
-    elif head[:4] == b"GIF8" and len(head) >= 10:
-        width = int.from_bytes(head[6:8], "little")
-        height = int.from_bytes(head[8:10], "little")
-    else:
-        return None
-    if width <= 0 or height <= 0:
-        return None
-    return width, height
-
-
-def data_url_payload(url: object) -> str | None:
-    """Return the base64 payload of a ``data:...;base64,`` URL, else ``None``."""
-    if isinstance(url, str) and url.startswith("data:"):
-        head, _, payload = url.partition(",")
-        if head.endswith(";base64"):
-            return payload
-    return None
-
-
-def _ceil_div(numerator: int, denominator: int) -> int:
-    return -(-numerator // denominator)
-
-
-def openai_image_tokens(url: object, detail: object) -> int:
-    """Price an OpenAI image from its metadata, never from the length of its data.
-
-    85 at low detail; else 85 + 170 per 512-px tile after OpenAI's scaling (fit in 2048x2048,
-    then the shortest side down to 768) when the size is readable from a PNG or GIF data URL,
-    else ``OPENAI_IMAGE_UNSIZED_TOKENS``.
-    """
-    if detail == "low":
-        return OPENAI_IMAGE_BASE_TOKENS
-    payload = data_url_payload(url)
-    size = image_size(payload) if payload is not None else None
-    if size is None:
-        return OPENAI_IMAGE_UNSIZED_TOKENS
-    width, height = size
-    # Exact integer scaling: a side scaled by num/den is side * num / den. If the shortest side
-    # is still over 768 after fitting in 2048, the two steps compose to 768 / shortest.
-    num, den = 1, 1
-    if max(width, height) > 2048:
-        num, den = 2048, max(width, height)
-    if min(width, height) * num > 768 * den:
-        num, den = 768, min(width, height)
-    tiles = _ceil_div(width * num, den * 512) * _ceil_div(height * num, den * 512)
-    return OPENAI_IMAGE_BASE_TOKENS + OPENAI_IMAGE_TILE_TOKENS * tiles
 
 
 def stub_content(original: object, stub: str, part_type: str) -> object:

@@ -39,13 +39,17 @@ from cutctx.formats._common import (
     check_messages,
     collect,
     fail,
-    image_size,
     joined,
     render_content,
     stub_content,
     system_text,
     system_turn,
     text_field,
+)
+from cutctx.formats._images import (
+    ANTHROPIC_IMAGE_MAX_TOKENS,
+    ANTHROPIC_IMAGE_PIXELS_PER_TOKEN,
+    anthropic_image_tokens,
 )
 
 if TYPE_CHECKING:
@@ -70,14 +74,13 @@ FILLER_TEXT: Final = "(earlier turns were compacted)"
 """The user message put before an assistant message that would otherwise open the output or
 follow another assistant message it cannot be merged with."""
 
-IMAGE_PIXELS_PER_TOKEN: Final = 750
+IMAGE_PIXELS_PER_TOKEN: Final = ANTHROPIC_IMAGE_PIXELS_PER_TOKEN
 """Anthropic prices an image at ``width * height / 750`` tokens (after scaling)."""
 
-IMAGE_MAX_TOKENS: Final = 1_600
+IMAGE_MAX_TOKENS: Final = ANTHROPIC_IMAGE_MAX_TOKENS
 """Anthropic scales larger images down to about this many tokens; an image whose size cannot be
-read (JPEG, URL or file sources) is priced at it."""
+read (a URL or file source, a corrupt header) is priced at it."""
 
-_IMAGE_MAX_EDGE: Final = 1_568
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 
 
@@ -341,31 +344,12 @@ def _block(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, 
     if kind == "tool_result":
         return _blocks(pricer, index, block.get("content"), f"{where}.content")
     if kind == "image":
-        return "[image]", _image_tokens(block.get("source"))
+        return "[image]", anthropic_image_tokens(block.get("source"))
     if kind == "document":
         return "[document]", _document_tokens(pricer, block.get("source"))
     if isinstance(kind, str):
         return f"[{kind}]", pricer.text(as_json(block))
     raise fail(FORMAT, index, f"{where} has no string type")
-
-
-def _image_tokens(source: object) -> int:
-    """Price an image at ``width * height / 750`` after scaling its long edge to 1568 px.
-
-    At most ``IMAGE_MAX_TOKENS``, which is also the price when the size cannot be read from a
-    PNG or GIF header.
-    """
-    data = source.get("data") if isinstance(source, dict) else None
-    size = image_size(data) if isinstance(data, str) else None
-    if size is None:
-        return IMAGE_MAX_TOKENS
-    width, height = size
-    edge = max(width, height)
-    if edge > _IMAGE_MAX_EDGE:
-        pixels, scale = width * height * _IMAGE_MAX_EDGE * _IMAGE_MAX_EDGE, edge * edge
-    else:
-        pixels, scale = width * height, 1
-    return min(-(-pixels // (scale * IMAGE_PIXELS_PER_TOKEN)), IMAGE_MAX_TOKENS)
 
 
 def _document_tokens(pricer: Pricer, source: object) -> int:
