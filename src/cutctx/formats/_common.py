@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from baseaicore import ValidationError
 
@@ -41,9 +41,11 @@ __all__ = [
     "OPENAI_IMAGE_TILE_TOKENS",
     "OPENAI_IMAGE_UNSIZED_TOKENS",
     "Binding",
+    "Message",
     "Part",
     "Piece",
     "Pricer",
+    "SupportsModelDump",
     "as_view",
     "check_dict",
     "check_messages",
@@ -51,6 +53,7 @@ __all__ = [
     "fail",
     "image_size",
     "openai_image_tokens",
+    "restore",
     "system_turn",
 ]
 
@@ -69,14 +72,62 @@ def fail(fmt: str, index: int | None, message: str, **details: object) -> Valida
     )
 
 
+class SupportsModelDump(Protocol):
+    """An SDK message object (a pydantic model): read through ``model_dump``, never imported."""
+
+    def model_dump(self, *, exclude_none: bool = ...) -> dict[str, Any]:
+        """Return the object as plain JSON-shaped dicts and lists."""
+        ...
+
+
+type Message = Mapping[str, Any] | SupportsModelDump
+"""What a format reads as one message or item: a dict (any SDK ``TypedDict``) or an SDK object."""
+
+_NESTED: Final = ("content", "tool_calls")
+"""Keys whose lists may hold SDK objects inside a dict message (``{"role": "assistant",
+"content": response.content}``): read through ``model_dump`` too."""
+
+
 def check_messages(fmt: str, messages: object) -> tuple[dict[str, Any], ...]:
-    """Return ``messages`` as a tuple of dicts, or raise naming the first bad one."""
-    if not isinstance(messages, list | tuple):
+    """Return ``messages`` read as a tuple of dicts, or raise naming the first bad one.
+
+    A dict is used as it is; an SDK object, or a dict whose ``content`` or ``tool_calls`` list
+    holds SDK objects, is read into a new dict (``model_dump(exclude_none=True)``), so nothing
+    the caller holds is changed.
+    """
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
         raise fail(fmt, None, f"messages must be a list, got {type(messages).__name__}")
+    items: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
-        if not isinstance(message, dict):
-            raise fail(fmt, index, f"the message must be an object, got {type(message).__name__}")
-    return tuple(messages)
+        if type(message) is not dict:
+            message = _read(fmt, index, message, "the message")  # noqa: PLW2901 - read as a dict
+        for key in _NESTED:
+            value = message.get(key)
+            if type(value) is list and not all(type(entry) is dict for entry in value):
+                message = {**message, key: [_nested(entry) for entry in value]}  # noqa: PLW2901
+        items.append(message)
+    return tuple(items)
+
+
+def _read(fmt: str, index: int, value: object, what: str) -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        return dict(value)
+    dump = getattr(value, "model_dump", None)
+    read = dump(exclude_none=True) if callable(dump) else None
+    if not isinstance(read, dict):
+        raise fail(fmt, index, f"{what} must be an object, got {type(value).__name__}")
+    return read
+
+
+def _nested(value: object) -> object:
+    """Read an SDK object inside a list as a dict; leave anything else for the format to judge."""
+    if type(value) is dict:
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, Mapping):
+        read = dump(exclude_none=True)
+        return read if isinstance(read, dict) else value
+    return value
 
 
 def check_dict(fmt: str, index: int, value: object, what: str) -> Mapping[str, Any]:
@@ -153,11 +204,13 @@ class Part:
 
 
 @dataclass(frozen=True, slots=True)
-class Binding:
+class Binding[M]:
     """What ``from_transcript`` needs to rebuild the messages of a view.
 
-    It holds the caller's messages (not copied, never changed), the request-level ``system``
-    exactly as given, each turn's origin and the estimator that priced them.
+    It holds the messages as read (the caller's dicts, not copied, never changed; an SDK object
+    read into a dict), the caller's own message objects (``originals``, returned for the kept
+    ones), the request-level ``system`` exactly as given, each turn's origin and the estimator
+    that priced them. ``M`` is the caller's message type.
 
     .. versionadded:: 0.1.0
     """
@@ -167,10 +220,29 @@ class Binding:
     system: object
     parts: Mapping[str, Part]
     estimator: TokenEstimator = field(repr=False)
+    originals: Sequence[M] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.parts, MappingProxyType):
             object.__setattr__(self, "parts", MappingProxyType(dict(self.parts)))
+        if not isinstance(self.originals, tuple):
+            object.__setattr__(self, "originals", tuple(self.originals))
+
+
+def restore[M](binding: Binding[M], built: list[dict[str, Any]]) -> list[M]:
+    """Return ``built`` with every kept message read from an SDK object put back as that object.
+
+    The rest (the caller's dicts, masked copies, summaries, merged messages) are dicts of the
+    provider's own message shape, which is what ``M`` stands for.
+    """
+    swapped: dict[int, object] = {
+        id(read): original
+        for read, original in zip(binding.messages, binding.originals, strict=False)
+        if read is not original
+    }
+    if not swapped:
+        return cast("list[M]", built)
+    return cast("list[M]", [swapped.get(id(message), message) for message in built])
 
 
 def system_turn(text: str, cost: int) -> TranscriptTurn:

@@ -11,8 +11,6 @@ the provider's rule allows, so it is never under-priced.
 from __future__ import annotations
 
 import base64
-import binascii
-from fractions import Fraction
 from typing import Final
 
 __all__ = [
@@ -76,7 +74,7 @@ class _Base64:
         chunk = self.data[first * 4 : last * 4]
         try:
             decoded = base64.b64decode(chunk, validate=True)
-        except (binascii.Error, ValueError):
+        except ValueError:  # binascii.Error
             return None
         offset = start - first * 3
         piece = decoded[offset : offset + length]
@@ -87,7 +85,7 @@ class _Base64:
         chunk = self.data[: -(-length // 3) * 4]
         try:
             return base64.b64decode(chunk[: len(chunk) - len(chunk) % 4], validate=True)
-        except (binascii.Error, ValueError):
+        except ValueError:  # binascii.Error
             return None
 
 
@@ -229,11 +227,12 @@ def anthropic_image_tokens(source: object) -> int:
         return ANTHROPIC_IMAGE_MAX_TOKENS
     width, height = size
     edge = max(width, height)
-    # The area after scaling by s is w * h * s**2; both limits only ever scale down.
-    area = min(
-        Fraction(width * height),
-        Fraction(width * height * _ANTHROPIC_MAX_EDGE**2, edge**2),
-        Fraction(_ANTHROPIC_MAX_AREA),
-    )
-    tokens = area / ANTHROPIC_IMAGE_PIXELS_PER_TOKEN
-    return min(_ceil_div(tokens.numerator, tokens.denominator), ANTHROPIC_IMAGE_MAX_TOKENS)
+    # The area after scaling by s is w * h * s**2, kept exact as num / den; both limits only
+    # ever scale down, so the smaller area wins.
+    num, den = width * height, 1
+    if edge > _ANTHROPIC_MAX_EDGE:
+        num, den = width * height * _ANTHROPIC_MAX_EDGE**2, edge**2
+    if num > _ANTHROPIC_MAX_AREA * den:
+        num, den = _ANTHROPIC_MAX_AREA, 1
+    tokens = _ceil_div(num, den * ANTHROPIC_IMAGE_PIXELS_PER_TOKEN)
+    return min(tokens, ANTHROPIC_IMAGE_MAX_TOKENS)

@@ -32,6 +32,7 @@ from cutctx._core.values import Role, Transcript, TranscriptTurn
 from cutctx.formats._common import (
     FILE_TOKENS,
     Binding,
+    Message,
     Part,
     Pricer,
     as_json,
@@ -41,6 +42,7 @@ from cutctx.formats._common import (
     fail,
     joined,
     render_content,
+    restore,
     stub_content,
     system_text,
     system_turn,
@@ -53,7 +55,7 @@ from cutctx.formats._images import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
@@ -84,12 +86,12 @@ read (a URL or file source, a corrupt header) is priced at it."""
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 
 
-def to_transcript(
-    messages: list[dict[str, Any]],
+def to_transcript[M: Message](
+    messages: Sequence[M],
     *,
     estimator: TokenEstimator | None = None,
-    system: str | list[dict[str, Any]] | None = None,
-) -> tuple[Transcript, Binding]:
+    system: str | Sequence[Mapping[str, Any]] | None = None,
+) -> tuple[Transcript, Binding[M]]:
     """Map a Messages API conversation (and its top-level ``system``) onto a transcript.
 
     Raises:
@@ -102,9 +104,9 @@ def to_transcript(
     return transcript, binding
 
 
-def from_transcript(
-    view: Transcript | CompactedTranscript, binding: Binding
-) -> list[dict[str, Any]]:
+def from_transcript[M: Message](
+    view: Transcript | CompactedTranscript, binding: Binding[M]
+) -> list[M]:
     """Rebuild Messages API messages from a (compacted) view of ``binding``'s transcript.
 
     Kept messages are the caller's own dicts, in order, unless a neighbour was removed and they
@@ -138,14 +140,14 @@ def from_transcript(
             message = dict(message)
             message["content"] = content
         built.append(message)
-    return _alternate(built)
+    return restore(binding, _alternate(built))
 
 
 def count_tokens(
-    messages: list[dict[str, Any]],
+    messages: Sequence[Message],
     *,
     estimator: TokenEstimator | None = None,
-    system: str | list[dict[str, Any]] | None = None,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
 ) -> int:
     """Return what ``messages`` and ``system`` cost under this format's pricing rules.
 
@@ -161,7 +163,9 @@ def count_tokens(
     return transcript.token_estimate() - reserved
 
 
-def _scan(messages: object, estimator: object, system: object) -> tuple[Transcript, Binding, int]:
+def _scan[M: Message](
+    messages: Sequence[M], estimator: object, system: object
+) -> tuple[Transcript, Binding[M], int]:
     """Build the transcript and binding; also return the tokens reserved for fillers."""
     pricer = Pricer.of(FORMAT, estimator)
     items = check_messages(FORMAT, messages)
@@ -220,7 +224,7 @@ def _scan(messages: object, estimator: object, system: object) -> tuple[Transcri
             f"tool_use {pending[0]!r:.60} has no tool_result in the next message",
             tool_use_ids=pending[:10],
         )
-    binding = Binding(FORMAT, items, system, parts, pricer.estimator)
+    binding = Binding(FORMAT, items, system, parts, pricer.estimator, messages)
     return Transcript(tuple(turns)), binding, reserved
 
 

@@ -21,6 +21,7 @@ from cutctx.formats._common import (
     AUDIO_TOKENS,
     FILE_TOKENS,
     Binding,
+    Message,
     Part,
     Pricer,
     as_json,
@@ -31,6 +32,7 @@ from cutctx.formats._common import (
     joined,
     openai_image_tokens,
     render_content,
+    restore,
     stub_content,
     system_text,
     system_turn,
@@ -38,6 +40,8 @@ from cutctx.formats._common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
 
@@ -54,12 +58,12 @@ _ROLES: Final = {
 }
 
 
-def to_transcript(
-    messages: list[dict[str, Any]],
+def to_transcript[M: Message](
+    messages: Sequence[M],
     *,
     estimator: TokenEstimator | None = None,
-    system: str | list[dict[str, Any]] | None = None,
-) -> tuple[Transcript, Binding]:
+    system: str | Sequence[Mapping[str, Any]] | None = None,
+) -> tuple[Transcript, Binding[M]]:
     """Map Chat Completions ``messages`` onto a transcript and the binding to map it back.
 
     ``system``, if given, is request-level text kept outside the list: a pinned turn that is
@@ -119,12 +123,14 @@ def to_transcript(
         parts[turn_id] = Part(turn, index, None, maskable=kind is Role.TOOL, siblings=1)
     if pending:
         raise _unanswered(opener, pending)
-    return Transcript(tuple(turns)), Binding(FORMAT, items, system, parts, pricer.estimator)
+    return Transcript(tuple(turns)), Binding(
+        FORMAT, items, system, parts, pricer.estimator, messages
+    )
 
 
-def from_transcript(
-    view: Transcript | CompactedTranscript, binding: Binding
-) -> list[dict[str, Any]]:
+def from_transcript[M: Message](
+    view: Transcript | CompactedTranscript, binding: Binding[M]
+) -> list[M]:
     """Rebuild Chat Completions messages from a (compacted) view of ``binding``'s transcript.
 
     Kept messages are the caller's own dicts, in order; a masked tool message is a copy whose
@@ -144,14 +150,14 @@ def from_transcript(
             message = dict(message)
             message["content"] = stub_content(message.get("content"), piece.masked[None], "text")
         out.append(message)
-    return out
+    return restore(binding, out)
 
 
 def count_tokens(
-    messages: list[dict[str, Any]],
+    messages: Sequence[Message],
     *,
     estimator: TokenEstimator | None = None,
-    system: str | list[dict[str, Any]] | None = None,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
 ) -> int:
     """Return what ``messages`` (and ``system``) cost under this format's pricing rules.
 

@@ -23,6 +23,7 @@ from cutctx.formats._common import (
     AUDIO_TOKENS,
     FILE_TOKENS,
     Binding,
+    Message,
     Part,
     Pricer,
     as_json,
@@ -33,6 +34,7 @@ from cutctx.formats._common import (
     joined,
     openai_image_tokens,
     render_content,
+    restore,
     stub_content,
     system_text,
     system_turn,
@@ -40,6 +42,8 @@ from cutctx.formats._common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
 
@@ -60,12 +64,12 @@ _OUTPUTS: Final = {
 }
 
 
-def to_transcript(
-    messages: list[dict[str, Any]],
+def to_transcript[M: Message](
+    messages: Sequence[M],
     *,
     estimator: TokenEstimator | None = None,
-    system: str | list[dict[str, Any]] | None = None,
-) -> tuple[Transcript, Binding]:
+    system: str | Sequence[Mapping[str, Any]] | None = None,
+) -> tuple[Transcript, Binding[M]]:
     """Map Responses API input items onto a transcript and the binding to map it back.
 
     ``system``, if given, stands for the request's ``instructions``: a pinned turn that is
@@ -93,7 +97,9 @@ def to_transcript(
         turn = TranscriptTurn(f"m{index}", role, text, pricer.framing + cost, scan.keys[index])
         turns.append(turn)
         parts[turn.turn_id] = Part(turn, index, None, maskable=role is Role.TOOL, siblings=1)
-    return Transcript(tuple(turns)), Binding(FORMAT, items, system, parts, pricer.estimator)
+    return Transcript(tuple(turns)), Binding(
+        FORMAT, items, system, parts, pricer.estimator, messages
+    )
 
 
 class _Scan:
@@ -179,9 +185,9 @@ class _Scan:
                 )
 
 
-def from_transcript(
-    view: Transcript | CompactedTranscript, binding: Binding
-) -> list[dict[str, Any]]:
+def from_transcript[M: Message](
+    view: Transcript | CompactedTranscript, binding: Binding[M]
+) -> list[M]:
     """Rebuild Responses input items from a (compacted) view of ``binding``'s transcript.
 
     Kept items are the caller's own dicts, in order; a masked output is a copy whose ``output``
@@ -201,14 +207,14 @@ def from_transcript(
             item = dict(item)
             item["output"] = stub_content(item.get("output"), piece.masked[None], "input_text")
         out.append(item)
-    return out
+    return restore(binding, out)
 
 
 def count_tokens(
-    messages: list[dict[str, Any]],
+    messages: Sequence[Message],
     *,
     estimator: TokenEstimator | None = None,
-    system: str | list[dict[str, Any]] | None = None,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
 ) -> int:
     """Return what the items (and ``system``) cost under this format's pricing rules.
 
