@@ -6,12 +6,11 @@ printed; the script exits 1 if any fails, 0 if all hold.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from typing import TYPE_CHECKING
 
-from baseaicore import SuiteError
+from baseaicore import SuiteError, sha256_of
 
 from cutctx import (
     SUMMARY_TURN_ID_PREFIX,
@@ -176,7 +175,7 @@ def main() -> int:
     def stubs_leak_nothing() -> bool:
         return bool(stubs) and all(
             "compiler output" not in stub.content
-            and hashlib.sha256(originals[stub.turn_id].content.encode()).hexdigest() in stub.content
+            and sha256_of(originals[stub.turn_id].content) in stub.content
             for stub in stubs
         )
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING
 
 import pytest
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 
 from cutctx import (
     Action,
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 
 
 def digest_of(*turn_ids: str) -> str:
-    return "span-" + hashlib.sha256("\0".join(turn_ids).encode("utf-8")).hexdigest()[:16]
+    return "span-" + sha256_of("\0".join(turn_ids))[:16]
 
 
 def fates(plan: CompactionPlan) -> dict[str, str]:
@@ -271,7 +270,7 @@ class TestPolicyChain:
         assert masked.token_estimate == 32
         assert masked.tool_call_id == "cA"
         # A foreign member sees the whole stub, digest included.
-        digest = hashlib.sha256(b"log").hexdigest()
+        digest = sha256_of("log")
         assert masked.content == (
             f"[tool result masked by cutctx] (original: 400 tokens, sha256:{digest})"
         )

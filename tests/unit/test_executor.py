@@ -13,12 +13,11 @@ untouchable)::
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 import pytest
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 
 from cutctx import (
     Action,
@@ -52,7 +51,7 @@ EXECUTOR = CompactionExecutor()
 
 
 def digest(*turn_ids: str) -> str:
-    return "span-" + hashlib.sha256("\0".join(turn_ids).encode()).hexdigest()[:16]
+    return "span-" + sha256_of("\0".join(turn_ids))[:16]
 
 
 def make_plan(

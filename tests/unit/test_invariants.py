@@ -17,7 +17,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 import pytest
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 
 from cutctx import (
     Action,
@@ -54,8 +54,8 @@ type Choice = Action | TurnReplacement | str
 
 
 def digest(*turn_ids: str) -> str:
-    """The group id oracle: ``span-`` and 16 hex digits of SHA-256 over NUL-joined ids."""
-    return "span-" + hashlib.sha256("\0".join(turn_ids).encode()).hexdigest()[:16]
+    """The group id oracle: ``span-`` and 16 hex digits of ``sha256_of`` the NUL-joined ids."""
+    return "span-" + sha256_of("\0".join(turn_ids))[:16]
 
 
 def actions(choices: Mapping[str, Choice], transcript: Transcript = BASE) -> tuple[TurnAction, ...]:

@@ -15,7 +15,7 @@ import textwrap
 from typing import Any
 
 import pytest
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -238,7 +238,7 @@ class TestCompactionPlanSerialization:
         assert json.loads(json.dumps(data)) == data
 
     def test_to_dict_holds_every_field_and_the_requests(self) -> None:
-        group = "span-" + hashlib.sha256(b"u\0t").hexdigest()[:16]
+        group = "span-" + sha256_of("u\0t")[:16]
         plan = CompactionPlan(
             (TurnAction("u", Action.SUMMARIZE, group), TurnAction("t", Action.SUMMARIZE, group)),
             (SummarizationRequest(group, ("u", "t"), 6, "recap"),),
@@ -318,12 +318,12 @@ class TestCompactionPlanSerialization:
     def test_plan_hash_is_identical_in_processes_with_other_hash_seeds(self) -> None:
         script = textwrap.dedent(
             """
-            import hashlib
+            from baseaicore import sha256_of
             from cutctx import (Action, CompactionBudget, CompactionPlan, Role,
                 SummarizationRequest, Transcript, TranscriptTurn, TurnAction, TurnReplacement)
             ids = ("a", "b", "c", "d")
             t = Transcript(tuple(TranscriptTurn(i, Role.TOOL, "x", 10, "call-" + i) for i in ids))
-            g = "span-" + hashlib.sha256("a\\0b".encode()).hexdigest()[:16]
+            g = "span-" + sha256_of("a\\0b")[:16]
             plan = CompactionPlan(
                 (TurnAction("a", Action.SUMMARIZE, g), TurnAction("b", Action.SUMMARIZE, g),
                  TurnAction("c", Action.MASK, None, TurnReplacement("\\u00e9 stub", 2)),
@@ -361,7 +361,7 @@ def awkward_plans(draw: st.DrawFn) -> CompactionPlan:
     kinds = draw(st.lists(st.sampled_from(list(Action)), min_size=len(ids), max_size=len(ids)))
     stubs = draw(st.lists(st.text(), min_size=len(ids), max_size=len(ids)))
     summarized = tuple(i for i, kind in zip(ids, kinds, strict=True) if kind is Action.SUMMARIZE)
-    group_id = "span-" + hashlib.sha256("\0".join(summarized).encode()).hexdigest()[:16]
+    group_id = "span-" + sha256_of("\0".join(summarized))[:16]
     actions = []
     after = 0
     for turn_id, kind, stub in zip(ids, kinds, stubs, strict=True):

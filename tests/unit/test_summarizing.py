@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 
 from cutctx import (
     GROUP_ID_PREFIX,
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def digest_of(*turn_ids: str) -> str:
-    return "span-" + hashlib.sha256("\0".join(turn_ids).encode("utf-8")).hexdigest()[:16]
+    return "span-" + sha256_of("\0".join(turn_ids))[:16]
 
 
 def span(plan: CompactionPlan) -> tuple[str, ...] | None:

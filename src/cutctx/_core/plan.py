@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from baseaicore import ValidationError
 
 from cutctx._core.actions import ACTIONS, ActionTable
+from cutctx._core.digest import utf8
 from cutctx._core.invariants import check_plan
 from cutctx._core.values import (
     CompactionBudget,
@@ -203,14 +204,17 @@ class CompactionPlan:
         return self.to_json()
 
     def plan_hash(self) -> str:
-        """Return the SHA-256 hex digest of ``to_json()`` as UTF-8, identical on every platform.
+        r"""Return the SHA-256 hex digest of ``to_json()`` as UTF-8, identical on every platform.
+
+        A lone surrogate in a string of the plan is hashed as its JSON escape ``\udXXX``
+        (UTF-8 cannot encode it), so the hash never raises.
 
         It is a method, as in 0.1; the report's ``plan_hash`` is a field holding its value.
         """
         if self._hash is None:
             hasher = hashlib.sha256()
             for piece in self._json_pieces():
-                hasher.update(piece.encode("utf-8"))
+                hasher.update(utf8(piece))
             digest = hasher.hexdigest()
             object.__setattr__(self, "_hash", digest)
             return digest

@@ -7,7 +7,6 @@ Every value is a frozen, slotted dataclass that refuses bad fields where it is b
 from __future__ import annotations
 
 import enum
-import hashlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,6 +14,8 @@ from types import MappingProxyType
 from typing import Final
 
 from baseaicore import ValidationError
+
+from cutctx._core.digest import json_string_digest
 
 __all__ = [
     "DEFAULT_PLACEHOLDER",
@@ -314,9 +315,12 @@ class SummarizationRequest:
 
 
 def group_id_for(turn_ids: tuple[str, ...] | list[str]) -> str:
-    """Return a span's group id: the prefix and 16 hex digits of SHA-256 over NUL-joined ids."""
-    digest = hashlib.sha256("\0".join(turn_ids).encode("utf-8")).hexdigest()
-    return GROUP_ID_PREFIX + digest[:16]
+    r"""Return a span's group id: the prefix and the first 16 hex digits of its ids' digest.
+
+    The digest is ``json_string_digest`` of the ids joined by NUL, i.e.
+    ``baseaicore.sha256_of("\0".join(turn_ids))`` as 0.1 computes it.
+    """
+    return GROUP_ID_PREFIX + json_string_digest("\0".join(turn_ids))[:16]
 
 
 # Hot-path constructors. cutctx's own plan builder, executor and chain make many values from parts

@@ -41,10 +41,12 @@ _A_DIGEST: Final = "0" * 64
 
 
 class ObservationMaskingPolicy(BuiltinPolicy):
-    """Masks old ``TOOL`` bodies, oldest first, only until the budget fits.
+    r"""Masks old ``TOOL`` bodies, oldest first, only until the budget fits.
 
     A stub reads ``{placeholder} (original: {n} tokens, sha256:{hex})``: the label, the original's
-    token estimate and the SHA-256 of its UTF-8 text, never an excerpt. It is priced by
+    token estimate and the SHA-256 of the original written as a JSON string
+    (``baseaicore.sha256_of(content)``, as 0.1 writes it; a lone surrogate is hashed as its
+    ``\udXXX`` escape), never an excerpt. It is priced by
     ``estimator`` (``CharRatioEstimator()`` when ``None``), and a turn whose stub would not be
     smaller is left alone. The ``keep_recent_results`` most recent ``TOOL`` turns are never
     masked, whatever the budget; neither is an untouchable turn nor one already masked.
