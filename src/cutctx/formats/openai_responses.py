@@ -119,6 +119,8 @@ class _Scan:
     def add(self, index: int, item: dict[str, Any]) -> None:
         """Read item ``index``; a reasoning item's key is settled by the item after it."""
         kind = item.get("type", "message" if "role" in item else None)
+        if not isinstance(kind, str):
+            raise fail(FORMAT, index, f"unknown item type {kind!r:.40}", type=repr(kind)[:40])
         if kind == "reasoning":
             text, cost = _reasoning(self.pricer, index, item)
             self.rows.append((Role.ASSISTANT, text, cost))
