@@ -21,7 +21,7 @@ from cutctx._policies.chain import PolicyChain, default_chain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
-from cutctx.formats._common import Pricer
+from cutctx.formats._common import Pricer, shown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -137,7 +137,7 @@ def _module(format: object) -> ModuleType:
     if isinstance(format, ModuleType) and format in _FORMATS.values():
         return format
     raise ValidationError(
-        f"compact_messages: format must be one of {sorted(_FORMATS)}, got {format!r:.60}",
+        f"compact_messages: format must be one of {sorted(_FORMATS)}, got {shown(format, 60)}",
         details={"field": "format", "expected": sorted(_FORMATS)},
     )
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from baseaicore import ValidationError
 
-from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator
+from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator, encoded_length
 from cutctx._core.report import CompactedTranscript
 from cutctx._core.values import SUMMARY_TURN_ID_PREFIX, Role, Transcript, TranscriptTurn
 from cutctx.formats._images import (
@@ -54,6 +54,7 @@ __all__ = [
     "image_size",
     "openai_image_tokens",
     "restore",
+    "shown",
     "system_turn",
 ]
 
@@ -145,8 +146,29 @@ def text_field(fmt: str, index: int, value: object, what: str) -> str:
 
 
 def as_json(value: object) -> str:
-    """Serialize a JSON value compactly, key order kept, for pricing opaque parts and inputs."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    """Serialize a JSON value compactly, key order kept, for pricing opaque parts and inputs.
+
+    Raises:
+        ValidationError: for a value JSON cannot hold (circular, nested past Python's recursion
+            limit, or an integer too long to print).
+    """
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (ValueError, RecursionError) as error:
+        raise ValidationError(
+            f"a value cannot be priced as JSON: {shown(str(error), 80)}",
+            details={"reason": type(error).__name__},
+        ) from None
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """Return the start of ``repr(value)`` for an error message; it never raises."""
+    if isinstance(value, str):
+        return repr(value[: limit + 2])[:limit]
+    try:
+        return repr(value)[:limit]
+    except (ValueError, RecursionError):  # an int too long to print, a list nested too deep
+        return f"<{type(value).__name__}>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +199,7 @@ class Pricer:
         """Return the tokens of ``text`` without framing."""
         estimator = self.estimator
         if isinstance(estimator, TokenizerEstimator):
-            return len(estimator.encode(text))
+            return encoded_length(estimator, text)
         count = estimator.estimate_tokens(text)
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValidationError(

@@ -43,6 +43,7 @@ from cutctx.formats._common import (
     joined,
     render_content,
     restore,
+    shown,
     stub_content,
     system_text,
     system_turn,
@@ -183,7 +184,7 @@ def _scan[M: Message](
         role = message.get("role")
         if role not in ("user", "assistant"):
             hint = " (pass the system prompt as system=)" if role == "system" else ""
-            raise fail(FORMAT, index, f"unknown role {role!r:.40}{hint}", role=repr(role)[:40])
+            raise fail(FORMAT, index, f"unknown role {shown(role)}{hint}", role=shown(role))
         if previous is None and role != "user":
             raise fail(FORMAT, index, "the conversation must open with a user message")
         if role == previous:

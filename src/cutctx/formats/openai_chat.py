@@ -33,6 +33,7 @@ from cutctx.formats._common import (
     openai_image_tokens,
     render_content,
     restore,
+    shown,
     stub_content,
     system_text,
     system_turn,
@@ -89,7 +90,7 @@ def to_transcript[M: Message](
         role = message.get("role")
         kind = _ROLES.get(role) if isinstance(role, str) else None
         if kind is None:
-            raise fail(FORMAT, index, f"unknown role {role!r:.40}", role=repr(role)[:40])
+            raise fail(FORMAT, index, f"unknown role {shown(role)}", role=shown(role))
         if pending and kind is not Role.TOOL:
             raise _unanswered(opener, pending)
         turn_id = f"m{index}"
@@ -250,7 +251,7 @@ def _calls(pricer: Pricer, index: int, calls: object, texts: list[str]) -> tuple
             body = check_dict(FORMAT, index, call.get("custom"), f"{where}.custom")
             argument = "input"
         else:
-            raise fail(FORMAT, index, f"{where} has unknown type {kind!r:.40}")
+            raise fail(FORMAT, index, f"{where} has unknown type {shown(kind)}")
         name = text_field(FORMAT, index, body.get("name"), f"{where}.{kind}.name")
         arguments = text_field(FORMAT, index, body.get(argument), f"{where}.{kind}.{argument}")
         ids.append(call_id)

@@ -35,6 +35,7 @@ from cutctx.formats._common import (
     openai_image_tokens,
     render_content,
     restore,
+    shown,
     stub_content,
     system_text,
     system_turn,
@@ -120,7 +121,7 @@ class _Scan:
         """Read item ``index``; a reasoning item's key is settled by the item after it."""
         kind = item.get("type", "message" if "role" in item else None)
         if not isinstance(kind, str):
-            raise fail(FORMAT, index, f"unknown item type {kind!r:.40}", type=repr(kind)[:40])
+            raise fail(FORMAT, index, f"unknown item type {shown(kind)}", type=shown(kind))
         if kind == "reasoning":
             text, cost = _reasoning(self.pricer, index, item)
             self.rows.append((Role.ASSISTANT, text, cost))
@@ -233,7 +234,7 @@ def _message(pricer: Pricer, index: int, item: dict[str, Any]) -> tuple[Role, st
     role = item.get("role")
     kind = _ROLES.get(role) if isinstance(role, str) else None
     if kind is None:
-        raise fail(FORMAT, index, f"unknown role {role!r:.40}", role=repr(role)[:40])
+        raise fail(FORMAT, index, f"unknown role {shown(role)}", role=shown(role))
     text, cost = _parts(pricer, index, item.get("content"), "content")
     return kind, text, cost
 
