@@ -52,14 +52,14 @@ class Spy:
         self.views.append(transcript)
         total = transcript.token_estimate()
         return CompactionPlan(
-            tuple(TurnAction(turn.turn_id, Action.KEEP) for turn in transcript.turns),
-            (),
-            total,
-            total,
-            self.name,
-            self.version,
-            None,
-            total > budget.max_tokens,
+            actions=tuple(TurnAction(turn.turn_id, Action.KEEP) for turn in transcript.turns),
+            summarization_requests=(),
+            tokens_before=total,
+            tokens_after_estimate=total,
+            policy_name=self.name,
+            policy_version=self.version,
+            estimator_ratio=None,
+            budget_unmet=total > budget.max_tokens,
             transcript=transcript,
             budget=budget,
         )
@@ -85,14 +85,14 @@ class FoldIds:
         kept = sum(t.token_estimate for t in transcript.turns if t.turn_id not in self.ids)
         after = kept + self.target
         return CompactionPlan(
-            actions,
-            (SummarizationRequest(group, ids, self.target, "p"),),
-            transcript.token_estimate(),
-            after,
-            self.name,
-            self.version,
-            None,
-            after > budget.max_tokens,
+            actions=actions,
+            summarization_requests=(SummarizationRequest(group, ids, self.target, "p"),),
+            tokens_before=transcript.token_estimate(),
+            tokens_after_estimate=after,
+            policy_name=self.name,
+            policy_version=self.version,
+            estimator_ratio=None,
+            budget_unmet=after > budget.max_tokens,
             transcript=transcript,
             budget=budget,
         )
@@ -112,14 +112,14 @@ class MaskFirst:
         )
         after = 1 + sum(turn.token_estimate for turn in rest)
         return CompactionPlan(
-            actions,
-            (),
-            transcript.token_estimate(),
-            after,
-            self.name,
-            self.version,
-            None,
-            after > budget.max_tokens,
+            actions=actions,
+            summarization_requests=(),
+            tokens_before=transcript.token_estimate(),
+            tokens_after_estimate=after,
+            policy_name=self.name,
+            policy_version=self.version,
+            estimator_ratio=None,
+            budget_unmet=after > budget.max_tokens,
             transcript=transcript,
             budget=budget,
         )

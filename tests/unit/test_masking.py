@@ -273,6 +273,37 @@ class TestObservationMaskingPolicy:
         assert plan.estimator_ratio == 2.0
         assert "estimator_name" not in plan.to_dict()
 
+    @pytest.mark.parametrize(
+        ("estimator", "used", "ratio"),
+        [
+            (None, True, 4.0),
+            (None, False, None),
+            (CharRatioEstimator(2.5), True, 2.5),
+            (CharRatioEstimator(2.5), False, None),
+            (TokenizerEstimator(lambda text: [0] * len(text.split()), name="words"), True, None),
+            (WordCounter(), True, None),
+        ],
+        ids=["default used", "default unused", "ratio used", "ratio unused", "named", "other"],
+    )
+    def test_estimator_ratio_if_used_is_the_character_ratio_only_when_it_priced_a_stub(
+        self, estimator: Any, used: bool, ratio: float | None
+    ) -> None:
+        policy = ObservationMaskingPolicy(estimator=estimator)
+        assert policy.estimator_ratio_if_used(used) == ratio
+
+    @pytest.mark.parametrize("max_tokens", [100, 2000])
+    def test_estimator_ratio_if_used_is_what_the_plan_records(self, max_tokens: int) -> None:
+        transcript = Transcript((tool("t", 900), user("u", 1)))
+        policy = ObservationMaskingPolicy(keep_recent_results=0)
+        plan = policy.decide(transcript, CompactionBudget(max_tokens, 0))
+        used = any(action.action is Action.MASK for action in plan.actions)
+        assert used is (max_tokens == 100)
+        assert plan.estimator_ratio == policy.estimator_ratio_if_used(used)
+
+    def test_estimator_ratio_if_used_refuses_a_non_bool(self) -> None:
+        with pytest.raises(ValidationError, match="estimated_anything"):
+            ObservationMaskingPolicy().estimator_ratio_if_used(1)  # type: ignore[arg-type]
+
     def test_another_estimator_is_recorded_by_name_and_sees_the_whole_stub(self) -> None:
         seen: list[str] = []
 

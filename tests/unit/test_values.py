@@ -193,6 +193,13 @@ class TestTranscript:
         empty = Transcript(())
         assert (empty.token_estimate(), empty.turn_ids()) == (0, ())
 
+    def test_transcript_without_arguments_is_the_empty_transcript(self) -> None:
+        """As in 0.1, ``turns`` defaults to ``()``."""
+        empty = Transcript()
+        assert empty.turns == ()
+        assert (empty.token_estimate(), empty.turn_ids()) == (0, ())
+        assert empty == Transcript(())
+
     def test_duplicate_turn_ids_are_refused(self) -> None:
         error = refused(lambda: Transcript((user("a"), user("b"), user("a"))), "Transcript.turns")
         assert error.details["turn_id"] == "a"
@@ -270,6 +277,12 @@ class TestTurnReplacement:
     def test_bad_field_is_refused(self, build: Callable[[], object], field: str) -> None:
         refused(build, f"TurnReplacement.{field}")
 
+    def test_to_dict_is_its_plain_json_piece(self) -> None:
+        assert TurnReplacement("stub \u00e9", 2).to_dict() == {
+            "content": "stub \u00e9",
+            "token_estimate": 2,
+        }
+
     def test_is_frozen_and_slotted(self) -> None:
         replacement = TurnReplacement("s", 1)
         with pytest.raises(dataclasses.FrozenInstanceError):
@@ -303,6 +316,40 @@ class TestTurnAction:
         assert TurnAction("t", Action.SUMMARIZE, "span-1").summary_group == "span-1"
 
     @pytest.mark.parametrize(
+        ("action", "expected"),
+        [
+            (
+                TurnAction("t", Action.KEEP),
+                {"action": "keep", "replacement": None, "summary_group": None, "turn_id": "t"},
+            ),
+            (
+                TurnAction("t", Action.DROP),
+                {"action": "drop", "replacement": None, "summary_group": None, "turn_id": "t"},
+            ),
+            (
+                TurnAction("t", Action.MASK, None, STUB),
+                {
+                    "action": "mask",
+                    "replacement": {"content": "stub", "token_estimate": 1},
+                    "summary_group": None,
+                    "turn_id": "t",
+                },
+            ),
+            (
+                TurnAction("t", Action.SUMMARIZE, "g1"),
+                {"action": "summarize", "replacement": None, "summary_group": "g1", "turn_id": "t"},
+            ),
+        ],
+        ids=["keep", "drop", "mask", "summarize"],
+    )
+    def test_to_dict_is_its_plain_json_piece(
+        self, action: TurnAction, expected: dict[str, Any]
+    ) -> None:
+        data = action.to_dict()
+        assert data == expected
+        assert type(data["action"]) is str
+
+    @pytest.mark.parametrize(
         ("build", "field"),
         [case[1:] for case in BAD_ACTIONS],
         ids=[case[0] for case in BAD_ACTIONS],
@@ -324,6 +371,20 @@ class TestSummarizationRequest:
 
     def test_zero_target_is_allowed(self) -> None:
         assert SummarizationRequest("g", ("a",), 0, "p").target_tokens == 0
+
+    def test_summary_turn_id_is_the_prefix_and_the_group_id(self) -> None:
+        request = SummarizationRequest("g1", ("a", "b"), 5, "p")
+        assert request.summary_turn_id == SUMMARY_TURN_ID_PREFIX + "g1" == "summary:g1"
+
+    def test_to_dict_is_its_plain_json_piece(self) -> None:
+        data = SummarizationRequest("g1", ("a", "b"), 5, "recap").to_dict()
+        assert data == {
+            "group_id": "g1",
+            "turn_ids": ["a", "b"],
+            "target_tokens": 5,
+            "prompt_id": "recap",
+        }
+        assert type(data["turn_ids"]) is list
 
     @pytest.mark.parametrize(
         ("build", "field"),

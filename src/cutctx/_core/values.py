@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 from baseaicore import ValidationError
 
@@ -173,15 +173,19 @@ class TranscriptTurn:
 class Transcript:
     """An ordered, immutable sequence of turns with unique ids.
 
-    A list is accepted and stored as a tuple. A compacted view is an ordinary transcript: it can
-    be planned over again, its summary turns included.
+    A list is accepted and stored as a tuple; ``Transcript()`` is the empty transcript. A
+    compacted view is an ordinary transcript: it can be planned over again, its summary turns
+    included.
+
+    .. versionchanged:: 0.1.0
+       ``turns`` defaults to ``()``, as in 0.1.
 
     Raises:
         ValidationError: if ``turns`` is not a sequence of ``TranscriptTurn`` or two turns share
             an id.
     """
 
-    turns: tuple[TranscriptTurn, ...]
+    turns: tuple[TranscriptTurn, ...] = ()
     _total: int = field(init=False, repr=False, compare=False, hash=False)
     # Derived structure (see cutctx._core.invariants.layout), by protected_recent_turns.
     _layouts: dict[int, object] = field(init=False, repr=False, compare=False, hash=False)
@@ -253,6 +257,13 @@ class TurnReplacement:
         check_str("TurnReplacement", "content", self.content, empty=True)
         check_count("TurnReplacement", "token_estimate", self.token_estimate)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"content": ..., "token_estimate": ...}``, as a plan's ``to_dict()`` writes it.
+
+        .. versionadded:: 0.1.0
+        """
+        return {"content": self.content, "token_estimate": self.token_estimate}
+
 
 @dataclass(frozen=True, slots=True)
 class TurnAction:
@@ -287,6 +298,19 @@ class TurnAction:
         if self.replacement is not None and not isinstance(self.replacement, TurnReplacement):
             raise _refuse("TurnAction", "replacement", "a TurnReplacement", self.replacement)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Return the action as plain JSON data: one entry of a plan's ``to_dict()["actions"]``.
+
+        .. versionadded:: 0.1.0
+        """
+        replacement = self.replacement
+        return {
+            "action": self.action.value,
+            "replacement": None if replacement is None else replacement.to_dict(),
+            "summary_group": self.summary_group,
+            "turn_id": self.turn_id,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class SummarizationRequest:
@@ -312,6 +336,26 @@ class SummarizationRequest:
             object.__setattr__(self, "turn_ids", tuple(self.turn_ids))
         check_count("SummarizationRequest", "target_tokens", self.target_tokens)
         check_str("SummarizationRequest", "prompt_id", self.prompt_id)
+
+    @property
+    def summary_turn_id(self) -> str:
+        """The id of the turn the summary becomes: ``SUMMARY_TURN_ID_PREFIX + group_id``.
+
+        .. versionadded:: 0.1.0
+        """
+        return SUMMARY_TURN_ID_PREFIX + self.group_id
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the request as plain JSON data: one entry of a plan's requests in ``to_dict()``.
+
+        .. versionadded:: 0.1.0
+        """
+        return {
+            "group_id": self.group_id,
+            "turn_ids": list(self.turn_ids),
+            "target_tokens": self.target_tokens,
+            "prompt_id": self.prompt_id,
+        }
 
 
 def group_id_for(turn_ids: tuple[str, ...] | list[str]) -> str:

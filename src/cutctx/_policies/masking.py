@@ -16,6 +16,7 @@ from cutctx._core.values import (
     Transcript,
     TranscriptTurn,
     TurnReplacement,
+    check_bool,
     check_count,
     check_str,
 )
@@ -101,6 +102,20 @@ class ObservationMaskingPolicy(BuiltinPolicy):
             f"ObservationMaskingPolicy(keep_recent_results={self._keep_recent_results}, "
             f"placeholder={self._placeholder!r}, estimator={self._estimator!r})"
         )
+
+    def estimator_ratio_if_used(self, estimated_anything: bool) -> float | None:
+        """Return the ratio a plan records: the character default's, if it priced a stub.
+
+        ``None`` when ``estimated_anything`` is false or the estimator is not a
+        ``CharRatioEstimator`` (another estimator is recorded by name).
+
+        Raises:
+            ValidationError: if ``estimated_anything`` is not a bool.
+
+        .. versionadded:: 0.1.0
+        """
+        check_bool("ObservationMaskingPolicy", "estimated_anything", estimated_anything)
+        return estimator_marks(self._estimator)[0] if estimated_anything else None
 
     def stub(self, content: str, token_estimate: int) -> str:
         """Return the stub that would replace a body of ``content`` priced at ``token_estimate``."""
