@@ -253,7 +253,7 @@ class TestNoCrash:
             done = compact_messages(
                 messages,
                 max_tokens=data.draw(st.integers(0, 3000)),
-                format=name,  # type: ignore[arg-type]  # one of the Literal's names, as a str
+                format=FORMATS[name][0],
                 system=system,
                 estimator=data.draw(st.sampled_from(ESTIMATORS)),
                 summarize=data.draw(st.sampled_from([None, any_summary])),
