@@ -87,6 +87,11 @@ class TestImageSize:
         data = image_base64("jpeg-exif", 64, 64)
         assert image_size(data[:40] + "\n" + data[40:]) is None
 
+    def test_invalid_base64_where_the_next_segment_starts_is_unreadable(self) -> None:
+        data = image_base64("jpeg", 64, 64)  # SOI, APP0 (18 bytes), DQT (69): a marker at 89
+        assert image_size(data) == (64, 64)
+        assert image_size(data[:116] + "%%%%" + data[120:]) is None  # bytes 87 to 89
+
 
 class TestAnthropicImageTokens:
     @pytest.mark.parametrize("encoding", ["jpeg", "webp-lossy", "png", "gif"])
