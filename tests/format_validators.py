@@ -455,7 +455,7 @@ def responses_tokens(
 
 def anthropic_image(source: dict[str, Any]) -> int:
     """Anthropic's documented rule, restated: width * height / 750 after fitting the long edge
-    in 1568 px, at most 1600; 1600 when the size is unknown."""
+    in 1568 px and the area in 1092 x 1092 px; 1600 when the size is unknown."""
     if source.get("type") != "base64" or source.get("media_type") != "image/png":
         return 1600
     raw = base64.b64decode(source["data"][:44])
@@ -464,7 +464,7 @@ def anthropic_image(source: dict[str, Any]) -> int:
     if max(width, height) > 1568:
         ratio = 1568 / max(width, height)
         width, height = width * ratio, height * ratio
-    return min(math.ceil(width * height / 750), 1600)
+    return math.ceil(min(width * height, Fraction(1092 * 1092)) / 750)
 
 
 def anthropic_tokens(

@@ -193,7 +193,7 @@ class TestFormatProperties:
             done = compact_messages(
                 messages,
                 max_tokens=max_tokens,
-                format=name,
+                format=fmt.module,
                 system=system,
                 estimator=CL100K,
                 summarize=summarize,
@@ -251,7 +251,7 @@ class TestFormatProperties:
             compact_messages(
                 messages,
                 max_tokens=data.draw(st.integers(0, total)),
-                format=name,
+                format=fmt.module,
                 system=system,
                 estimator=CL100K,
                 summarize=fitting_summary,

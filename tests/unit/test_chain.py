@@ -10,6 +10,7 @@ from baseaicore import ValidationError, sha256_of
 from cutctx import (
     Action,
     BudgetUnsatisfiable,
+    CharRatioEstimator,
     CompactionBudget,
     CompactionPlan,
     DropOldestPolicy,
@@ -449,6 +450,15 @@ class TestDefaultChain:
             0.5,
             2,
         )
+
+    def test_prices_its_stubs_with_the_estimator_it_is_given(self) -> None:
+        estimator = CharRatioEstimator(1.5)
+        masking = default_chain(prompt_id="p", estimator=estimator).policies[0]
+        assert isinstance(masking, ObservationMaskingPolicy)
+        assert masking.estimator is estimator
+        default = default_chain(prompt_id="p").policies[0]
+        assert isinstance(default, ObservationMaskingPolicy)
+        assert default.estimator == CharRatioEstimator()
 
     def test_masks_first_and_needs_no_summary_when_masking_suffices(self) -> None:
         plan = default_chain(prompt_id="p", keep_recent_results=1).decide(

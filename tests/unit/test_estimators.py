@@ -99,3 +99,13 @@ class TestTokenizerEstimator:
         assert isinstance(estimator, TokenEstimator)
         with pytest.raises(dataclasses.FrozenInstanceError):
             estimator.name = "other"  # type: ignore[misc]
+
+    def test_a_lone_surrogate_an_encoder_refuses_is_counted_as_a_replacement_character(
+        self,
+    ) -> None:
+        def utf8_bytes(text: str) -> list[int]:
+            return list(text.encode("utf-8"))  # strict, as a tokenizer written in Rust is
+
+        estimator = TokenizerEstimator(utf8_bytes, name="bytes", per_message=1)
+        assert estimator.estimate_tokens("a\udc80b") == len("a\ufffdb".encode()) + 1 == 6
+        assert estimator.estimate_tokens("ab") == 3

@@ -127,7 +127,7 @@ class TestExports:
         with pytest.raises(cutctx.ValidationError):
             CompactionBudget(-1)
         with pytest.raises(baseaicore.ValidationError):
-            openai_chat.to_transcript("not a list")  # type: ignore[arg-type]
+            openai_chat.to_transcript("not a list")  # type: ignore[type-var]
 
     def test_every_exported_error_is_in_the_one_documented_tree(self) -> None:
         tree = (Path(__file__).resolve().parents[2] / "docs" / "errors.md").read_text("utf-8")

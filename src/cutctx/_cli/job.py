@@ -133,7 +133,7 @@ class Job:
     settings: Settings
     estimator: TokenEstimator
     transcript: Transcript
-    binding: Binding
+    binding: Binding[Any]
     budget: CompactionBudget
     policy: CompactionPolicy
     plan: CompactionPlan | None
@@ -185,7 +185,7 @@ class Job:
         return messages, compacted.report
 
 
-def pin_first(transcript: Transcript, binding: Binding, keep_first: int) -> Transcript:
+def pin_first(transcript: Transcript, binding: Binding[Any], keep_first: int) -> Transcript:
     """Pin every turn of the first ``keep_first`` non-system messages (all of a split one)."""
     if keep_first <= 0:
         return transcript

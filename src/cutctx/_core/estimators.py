@@ -13,7 +13,7 @@ from cutctx._core.values import check_count, check_ratio, check_str
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = ["CharRatioEstimator", "TokenizerEstimator"]
+__all__ = ["CharRatioEstimator", "TokenizerEstimator", "encoded_length"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,4 +73,17 @@ class TokenizerEstimator:
 
     def estimate_tokens(self, text: str) -> int:
         """Return the number of tokens ``encode`` yields for ``text``, plus ``per_message``."""
-        return len(self.encode(text)) + self.per_message
+        return encoded_length(self, text) + self.per_message
+
+
+def encoded_length(estimator: TokenizerEstimator, text: str) -> int:
+    """Return the number of tokens ``estimator.encode`` yields for ``text``, without framing.
+
+    A text holding a lone surrogate (bytes decoded with ``surrogateescape``) that ``encode``
+    refuses is counted with each lone surrogate as U+FFFD, what a UTF-8 request body holds.
+    """
+    try:
+        return len(estimator.encode(text))
+    except UnicodeEncodeError:
+        repaired = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return len(estimator.encode(repaired))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from baseaicore import ValidationError
 
@@ -17,22 +17,26 @@ from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import CompactionBudget
-from cutctx._policies.chain import PolicyChain
+from cutctx._policies.chain import PolicyChain, default_chain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
-from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
-from cutctx.formats._common import Pricer, summary_text
+from cutctx.formats._common import Pricer, shown, summary_text
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any
 
     from cutctx._core.plan import CompactionPlan
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactionReport
     from cutctx._core.values import SummarizationRequest, TranscriptTurn
+    from cutctx.formats._common import Message
 
-__all__ = ["SUMMARY_PROMPT_ID", "CompactedMessages", "compact_messages"]
+__all__ = ["SUMMARY_PROMPT_ID", "CompactedMessages", "FormatName", "compact_messages"]
+
+type FormatName = Literal["openai_chat", "openai_responses", "anthropic"]
+"""The names ``format=`` takes; a misspelt one is a type error."""
 
 SUMMARY_PROMPT_ID: Final = "cutctx.summary"
 """The ``prompt_id`` of every request the default chain plans when ``summarize`` is given."""
@@ -45,28 +49,30 @@ _FORMATS: Final[dict[str, ModuleType]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class CompactedMessages:
+class CompactedMessages[M]:
     """The compacted messages, the report of what was done, and the plan it carried out.
+
+    ``M`` is the type of the messages given, so the result assigns back to the caller's list.
 
     .. versionadded:: 0.1.0
     """
 
-    messages: list[dict[str, Any]]
+    messages: list[M]
     report: CompactionReport
     plan: CompactionPlan
 
 
-def compact_messages(
-    messages: list[dict[str, Any]],
+def compact_messages[M: Message](
+    messages: Sequence[M],
     *,
     max_tokens: int,
-    format: str | ModuleType,
-    system: str | list[dict[str, Any]] | None = None,
+    format: FormatName | ModuleType,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
     policy: CompactionPolicy | None = None,
     summarize: Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str] | None = None,
     estimator: TokenEstimator | None = None,
     protected_recent_turns: int = 4,
-) -> CompactedMessages:
+) -> CompactedMessages[M]:
     """Compact provider ``messages`` to ``max_tokens`` and return them in the same format.
 
     ``format`` is ``"openai_chat"``, ``"openai_responses"`` or ``"anthropic"`` (or the module
@@ -119,7 +125,7 @@ def compact_messages(
                 )
             summaries[request.group_id] = text
     compacted = CompactionExecutor().apply(transcript, plan, summaries)
-    out: list[dict[str, Any]] = module.from_transcript(compacted.transcript, binding)
+    out: list[M] = module.from_transcript(compacted.transcript, binding)
     if summaries and not plan.budget_unmet:
         _check_summaries(plan, summaries, Pricer.of(module.FORMAT, chosen), max_tokens)
     return CompactedMessages(out, compacted.report, plan)
@@ -131,7 +137,7 @@ def _module(format: object) -> ModuleType:
     if isinstance(format, ModuleType) and format in _FORMATS.values():
         return format
     raise ValidationError(
-        f"compact_messages: format must be one of {sorted(_FORMATS)}, got {format!r:.60}",
+        f"compact_messages: format must be one of {sorted(_FORMATS)}, got {shown(format, 60)}",
         details={"field": "format", "expected": sorted(_FORMATS)},
     )
 
@@ -142,10 +148,9 @@ def _default_policy(estimator: TokenEstimator, *, summarize: bool) -> PolicyChai
     The masking member prices stubs with the same estimator as the messages: the budget
     guarantee needs it.
     """
-    masking = ObservationMaskingPolicy(estimator=estimator)
     if summarize:
-        return PolicyChain((masking, SummarizingPolicy(SUMMARY_PROMPT_ID), DropOldestPolicy()))
-    return PolicyChain((masking, DropOldestPolicy()))
+        return default_chain(prompt_id=SUMMARY_PROMPT_ID, estimator=estimator)
+    return PolicyChain((ObservationMaskingPolicy(estimator=estimator), DropOldestPolicy()))
 
 
 def _check_summaries(

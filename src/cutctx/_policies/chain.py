@@ -30,6 +30,8 @@ from cutctx._policies.summarizing import SummarizingPolicy
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
+    from cutctx._core.protocols import TokenEstimator
+
 __all__ = ["PolicyChain", "default_chain"]
 
 
@@ -117,15 +119,22 @@ def default_chain(
     keep_recent_results: int = 2,
     target_ratio: float = 0.2,
     min_span_turns: int = 4,
+    estimator: TokenEstimator | None = None,
 ) -> PolicyChain:
     """Return masking → summarizing → drop-oldest: free first, then one model call, then loss.
 
+    ``estimator`` prices the masking stubs (``CharRatioEstimator()`` when ``None``): pass the
+    one that priced the transcript, so a plan that fits fits when its output is counted with it.
+
     >>> default_chain(prompt_id="summaries/v1").name
     'chain(observation_masking@1.0.0+summarizing@1.0.0+drop_oldest@1.0.0)'
+
+    .. versionchanged:: 0.1.0
+       Takes ``estimator``.
     """
     return PolicyChain(
         (
-            ObservationMaskingPolicy(keep_recent_results),
+            ObservationMaskingPolicy(keep_recent_results, estimator=estimator),
             SummarizingPolicy(prompt_id, target_ratio, min_span_turns),
             DropOldestPolicy(),
         )

@@ -10,18 +10,24 @@ what ``count_tokens`` charges for it.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from baseaicore import ValidationError
 
-from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator
+from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator, encoded_length
 from cutctx._core.report import CompactedTranscript
 from cutctx._core.values import SUMMARY_TURN_ID_PREFIX, Role, Transcript, TranscriptTurn
+from cutctx.formats._images import (
+    OPENAI_IMAGE_BASE_TOKENS,
+    OPENAI_IMAGE_TILE_TOKENS,
+    OPENAI_IMAGE_UNSIZED_TOKENS,
+    image_size,
+    openai_image_tokens,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -36,9 +42,11 @@ __all__ = [
     "OPENAI_IMAGE_UNSIZED_TOKENS",
     "SUMMARY_LABEL",
     "Binding",
+    "Message",
     "Part",
     "Piece",
     "Pricer",
+    "SupportsModelDump",
     "as_view",
     "check_dict",
     "check_messages",
@@ -46,19 +54,11 @@ __all__ = [
     "fail",
     "image_size",
     "openai_image_tokens",
+    "restore",
+    "shown",
     "summary_text",
     "system_turn",
 ]
-
-OPENAI_IMAGE_BASE_TOKENS: Final = 85
-"""An OpenAI image at ``detail: "low"`` costs this; at high detail it is the base per image."""
-
-OPENAI_IMAGE_TILE_TOKENS: Final = 170
-"""An OpenAI high-detail image costs this per 512-pixel tile, on top of the base."""
-
-OPENAI_IMAGE_UNSIZED_TOKENS: Final = OPENAI_IMAGE_BASE_TOKENS + 8 * OPENAI_IMAGE_TILE_TOKENS
-"""A high- or auto-detail OpenAI image whose size cannot be read: the most the tile rule allows
-(8 tiles, 1 445 tokens), so an unknown image is never under-priced."""
 
 AUDIO_TOKENS: Final = 1_000
 """An audio input part: its duration is not in the part's metadata; about 100 s of speech."""
@@ -88,14 +88,62 @@ def fail(fmt: str, index: int | None, message: str, **details: object) -> Valida
     )
 
 
+class SupportsModelDump(Protocol):
+    """An SDK message object (a pydantic model): read through ``model_dump``, never imported."""
+
+    def model_dump(self, *, exclude_none: bool = ...) -> dict[str, Any]:
+        """Return the object as plain JSON-shaped dicts and lists."""
+        ...
+
+
+type Message = Mapping[str, Any] | SupportsModelDump
+"""What a format reads as one message or item: a dict (any SDK ``TypedDict``) or an SDK object."""
+
+_NESTED: Final = ("content", "tool_calls")
+"""Keys whose lists may hold SDK objects inside a dict message (``{"role": "assistant",
+"content": response.content}``): read through ``model_dump`` too."""
+
+
 def check_messages(fmt: str, messages: object) -> tuple[dict[str, Any], ...]:
-    """Return ``messages`` as a tuple of dicts, or raise naming the first bad one."""
-    if not isinstance(messages, list | tuple):
+    """Return ``messages`` read as a tuple of dicts, or raise naming the first bad one.
+
+    A dict is used as it is; an SDK object, or a dict whose ``content`` or ``tool_calls`` list
+    holds SDK objects, is read into a new dict (``model_dump(exclude_none=True)``), so nothing
+    the caller holds is changed.
+    """
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
         raise fail(fmt, None, f"messages must be a list, got {type(messages).__name__}")
+    items: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
-        if not isinstance(message, dict):
-            raise fail(fmt, index, f"the message must be an object, got {type(message).__name__}")
-    return tuple(messages)
+        if type(message) is not dict:
+            message = _read(fmt, index, message, "the message")  # noqa: PLW2901 - read as a dict
+        for key in _NESTED:
+            value = message.get(key)
+            if type(value) is list and not all(type(entry) is dict for entry in value):
+                message = {**message, key: [_nested(entry) for entry in value]}  # noqa: PLW2901
+        items.append(message)
+    return tuple(items)
+
+
+def _read(fmt: str, index: int, value: object, what: str) -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        return dict(value)
+    dump = getattr(value, "model_dump", None)
+    read = dump(exclude_none=True) if callable(dump) else None
+    if not isinstance(read, dict):
+        raise fail(fmt, index, f"{what} must be an object, got {type(value).__name__}")
+    return read
+
+
+def _nested(value: object) -> object:
+    """Read an SDK object inside a list as a dict; leave anything else for the format to judge."""
+    if type(value) is dict:
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, Mapping):
+        read = dump(exclude_none=True)
+        return read if isinstance(read, dict) else value
+    return value
 
 
 def is_empty(content: object) -> bool:
@@ -118,8 +166,29 @@ def text_field(fmt: str, index: int, value: object, what: str) -> str:
 
 
 def as_json(value: object) -> str:
-    """Serialize a JSON value compactly, key order kept, for pricing opaque parts and inputs."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    """Serialize a JSON value compactly, key order kept, for pricing opaque parts and inputs.
+
+    Raises:
+        ValidationError: for a value JSON cannot hold (circular, nested past Python's recursion
+            limit, or an integer too long to print).
+    """
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (ValueError, RecursionError) as error:
+        raise ValidationError(
+            f"a value cannot be priced as JSON: {shown(str(error), 80)}",
+            details={"reason": type(error).__name__},
+        ) from None
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """Return the start of ``repr(value)`` for an error message; it never raises."""
+    if isinstance(value, str):
+        return repr(value[: limit + 2])[:limit]
+    try:
+        return repr(value)[:limit]
+    except (ValueError, RecursionError):  # an int too long to print, a list nested too deep
+        return f"<{type(value).__name__}>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +219,7 @@ class Pricer:
         """Return the tokens of ``text`` without framing."""
         estimator = self.estimator
         if isinstance(estimator, TokenizerEstimator):
-            return len(estimator.encode(text))
+            return encoded_length(estimator, text)
         count = estimator.estimate_tokens(text)
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValidationError(
@@ -177,11 +246,13 @@ class Part:
 
 
 @dataclass(frozen=True, slots=True)
-class Binding:
+class Binding[M]:
     """What ``from_transcript`` needs to rebuild the messages of a view.
 
-    It holds the caller's messages (not copied, never changed), the request-level ``system``
-    exactly as given, each turn's origin and the estimator that priced them.
+    It holds the messages as read (the caller's dicts, not copied, never changed; an SDK object
+    read into a dict), the caller's own message objects (``originals``, returned for the kept
+    ones), the request-level ``system`` exactly as given, each turn's origin and the estimator
+    that priced them. ``M`` is the caller's message type.
 
     .. versionadded:: 0.1.0
     """
@@ -191,10 +262,29 @@ class Binding:
     system: object
     parts: Mapping[str, Part]
     estimator: TokenEstimator = field(repr=False)
+    originals: Sequence[M] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.parts, MappingProxyType):
             object.__setattr__(self, "parts", MappingProxyType(dict(self.parts)))
+        if not isinstance(self.originals, tuple):
+            object.__setattr__(self, "originals", tuple(self.originals))
+
+
+def restore[M](binding: Binding[M], built: list[dict[str, Any]]) -> list[M]:
+    """Return ``built`` with every kept message read from an SDK object put back as that object.
+
+    The rest (the caller's dicts, masked copies, summaries, merged messages) are dicts of the
+    provider's own message shape, which is what ``M`` stands for.
+    """
+    swapped: dict[int, object] = {
+        id(read): original
+        for read, original in zip(binding.messages, binding.originals, strict=False)
+        if read is not original
+    }
+    if not swapped:
+        return cast("list[M]", built)
+    return cast("list[M]", [swapped.get(id(message), message) for message in built])
 
 
 def system_turn(text: str, cost: int) -> TranscriptTurn:
@@ -279,66 +369,6 @@ def _close(fmt: str, piece: Piece | None) -> None:
             piece.index,
             f"the view holds {piece.seen} of the message's {piece.siblings} turns",
         )
-
-
-def image_size(data: str) -> tuple[int, int] | None:
-    """Read a PNG's or GIF's width and height from the head of its base64 data, if it is one.
-
-    Only the first 32 bytes are decoded: the size is metadata, never inferred from the length.
-    """
-    try:
-        head = base64.b64decode(data[:44], validate=False)
-    except ValueError:
-        return None
-    if head[:8] == b"\x89PNG\r\n\x1a\n" and len(head) >= 24:
-        width = int.from_bytes(head[16:20], "big")
-        height = int.from_bytes(head[20:24], "big")
-    elif head[:4] == b"GIF8" and len(head) >= 10:
-        width = int.from_bytes(head[6:8], "little")
-        height = int.from_bytes(head[8:10], "little")
-    else:
-        return None
-    if width <= 0 or height <= 0:
-        return None
-    return width, height
-
-
-def data_url_payload(url: object) -> str | None:
-    """Return the base64 payload of a ``data:...;base64,`` URL, else ``None``."""
-    if isinstance(url, str) and url.startswith("data:"):
-        head, _, payload = url.partition(",")
-        if head.endswith(";base64"):
-            return payload
-    return None
-
-
-def _ceil_div(numerator: int, denominator: int) -> int:
-    return -(-numerator // denominator)
-
-
-def openai_image_tokens(url: object, detail: object) -> int:
-    """Price an OpenAI image from its metadata, never from the length of its data.
-
-    85 at low detail; else 85 + 170 per 512-px tile after OpenAI's scaling (fit in 2048x2048,
-    then the shortest side down to 768) when the size is readable from a PNG or GIF data URL,
-    else ``OPENAI_IMAGE_UNSIZED_TOKENS``.
-    """
-    if detail == "low":
-        return OPENAI_IMAGE_BASE_TOKENS
-    payload = data_url_payload(url)
-    size = image_size(payload) if payload is not None else None
-    if size is None:
-        return OPENAI_IMAGE_UNSIZED_TOKENS
-    width, height = size
-    # Exact integer scaling: a side scaled by num/den is side * num / den. If the shortest side
-    # is still over 768 after fitting in 2048, the two steps compose to 768 / shortest.
-    num, den = 1, 1
-    if max(width, height) > 2048:
-        num, den = 2048, max(width, height)
-    if min(width, height) * num > 768 * den:
-        num, den = 768, min(width, height)
-    tiles = _ceil_div(width * num, den * 512) * _ceil_div(height * num, den * 512)
-    return OPENAI_IMAGE_BASE_TOKENS + OPENAI_IMAGE_TILE_TOKENS * tiles
 
 
 def stub_content(original: object, stub: str, part_type: str) -> object:

@@ -33,6 +33,7 @@ from cutctx._core.values import Role, Transcript, TranscriptTurn
 from cutctx.formats._common import (
     FILE_TOKENS,
     Binding,
+    Message,
     Part,
     Pricer,
     as_json,
@@ -40,19 +41,25 @@ from cutctx.formats._common import (
     check_messages,
     collect,
     fail,
-    image_size,
     is_empty,
     joined,
     render_content,
+    restore,
+    shown,
     stub_content,
     summary_text,
     system_text,
     system_turn,
     text_field,
 )
+from cutctx.formats._images import (
+    ANTHROPIC_IMAGE_MAX_TOKENS,
+    ANTHROPIC_IMAGE_PIXELS_PER_TOKEN,
+    anthropic_image_tokens,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
@@ -73,14 +80,13 @@ FILLER_TEXT: Final = "(earlier turns were compacted)"
 """The user message put before an assistant message that would otherwise open the output or
 follow another assistant message it cannot be merged with."""
 
-IMAGE_PIXELS_PER_TOKEN: Final = 750
+IMAGE_PIXELS_PER_TOKEN: Final = ANTHROPIC_IMAGE_PIXELS_PER_TOKEN
 """Anthropic prices an image at ``width * height / 750`` tokens (after scaling)."""
 
-IMAGE_MAX_TOKENS: Final = 1_600
+IMAGE_MAX_TOKENS: Final = ANTHROPIC_IMAGE_MAX_TOKENS
 """Anthropic scales larger images down to about this many tokens; an image whose size cannot be
-read (JPEG, URL or file sources) is priced at it."""
+read (a URL or file source, a corrupt header) is priced at it."""
 
-_IMAGE_MAX_EDGE: Final = 1_568
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 # Blocks that must open their message (after any thinking), so it is never merged behind another.
 _OPENERS: Final = _THINKING | {"compaction"}
@@ -98,12 +104,12 @@ _IN_MESSAGE_RESULTS: Final = {
 }
 
 
-def to_transcript(
-    messages: list[dict[str, Any]],
+def to_transcript[M: Message](
+    messages: Sequence[M],
     *,
     estimator: TokenEstimator | None = None,
-    system: str | list[dict[str, Any]] | None = None,
-) -> tuple[Transcript, Binding]:
+    system: str | Sequence[Mapping[str, Any]] | None = None,
+) -> tuple[Transcript, Binding[M]]:
     """Map a Messages API conversation (and its top-level ``system``) onto a transcript.
 
     Raises:
@@ -118,9 +124,9 @@ def to_transcript(
     return transcript, binding
 
 
-def from_transcript(
-    view: Transcript | CompactedTranscript, binding: Binding
-) -> list[dict[str, Any]]:
+def from_transcript[M: Message](
+    view: Transcript | CompactedTranscript, binding: Binding[M]
+) -> list[M]:
     """Rebuild Messages API messages from a (compacted) view of ``binding``'s transcript.
 
     Kept messages are the caller's own dicts, in order, unless a neighbour was removed and they
@@ -148,14 +154,14 @@ def from_transcript(
             message = dict(message)
             message["content"] = content
         built.append(message)
-    return _alternate(built)
+    return restore(binding, _alternate(built))
 
 
 def count_tokens(
-    messages: list[dict[str, Any]],
+    messages: Sequence[Message],
     *,
     estimator: TokenEstimator | None = None,
-    system: str | list[dict[str, Any]] | None = None,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
 ) -> int:
     """Return what ``messages`` and ``system`` cost under this format's pricing rules.
 
@@ -173,9 +179,9 @@ def count_tokens(
     return transcript.token_estimate() - reserved
 
 
-def _scan(
-    messages: object, estimator: object, system: object, *, strict: bool
-) -> tuple[Transcript, Binding, int]:
+def _scan[M: Message](
+    messages: Sequence[M], estimator: object, system: object, *, strict: bool
+) -> tuple[Transcript, Binding[M], int]:
     """Build the transcript and binding; also return the tokens reserved for fillers.
 
     With ``strict`` the provider's rules are enforced (``to_transcript``); without, only the
@@ -198,7 +204,7 @@ def _scan(
         role = message.get("role")
         if role not in ("user", "assistant"):
             hint = " (pass the system prompt as system=)" if role == "system" else ""
-            raise fail(FORMAT, index, f"unknown role {role!r:.40}{hint}", role=repr(role)[:40])
+            raise fail(FORMAT, index, f"unknown role {shown(role)}{hint}", role=shown(role))
         if strict:
             _check_order(
                 index, role, previous, message.get("content"), last=index == len(items) - 1
@@ -244,7 +250,7 @@ def _scan(
             f"tool_use {pending[0]!r:.60} has no tool_result in the next message",
             tool_use_ids=pending[:10],
         )
-    binding = Binding(FORMAT, items, system, parts, pricer.estimator)
+    binding = Binding(FORMAT, items, system, parts, pricer.estimator, messages)
     return Transcript(tuple(turns)), binding, reserved
 
 
@@ -420,7 +426,7 @@ def _block(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, 
     if kind == "tool_result":
         return _blocks(pricer, index, block.get("content"), f"{where}.content")
     if kind == "image":
-        return "[image]", _image_tokens(block.get("source"))
+        return "[image]", anthropic_image_tokens(block.get("source"))
     if kind == "document":
         return "[document]", _document_tokens(pricer, index, block, where)
     if kind == "search_result":
@@ -434,25 +440,6 @@ def _block(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, 
     if isinstance(kind, str):  # server tool results, container_upload, unknown blocks
         return f"[{kind}]", pricer.text(as_json(block))
     raise fail(FORMAT, index, f"{where} has no string type")
-
-
-def _image_tokens(source: object) -> int:
-    """Price an image at ``width * height / 750`` after scaling its long edge to 1568 px.
-
-    At most ``IMAGE_MAX_TOKENS``, which is also the price when the size cannot be read from a
-    PNG or GIF header.
-    """
-    data = source.get("data") if isinstance(source, dict) else None
-    size = image_size(data) if isinstance(data, str) else None
-    if size is None:
-        return IMAGE_MAX_TOKENS
-    width, height = size
-    edge = max(width, height)
-    if edge > _IMAGE_MAX_EDGE:
-        pixels, scale = width * height * _IMAGE_MAX_EDGE * _IMAGE_MAX_EDGE, edge * edge
-    else:
-        pixels, scale = width * height, 1
-    return min(-(-pixels // (scale * IMAGE_PIXELS_PER_TOKEN)), IMAGE_MAX_TOKENS)
 
 
 def _document_tokens(pricer: Pricer, index: int, block: Mapping[str, Any], where: str) -> int:

@@ -21,6 +21,7 @@ from cutctx.formats._common import (
     AUDIO_TOKENS,
     FILE_TOKENS,
     Binding,
+    Message,
     Part,
     Pricer,
     as_json,
@@ -32,6 +33,8 @@ from cutctx.formats._common import (
     joined,
     openai_image_tokens,
     render_content,
+    restore,
+    shown,
     stub_content,
     summary_text,
     system_text,
@@ -40,6 +43,8 @@ from cutctx.formats._common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
 
@@ -56,12 +61,12 @@ _ROLES: Final = {
 }
 
 
-def to_transcript(
-    messages: list[dict[str, Any]],
+def to_transcript[M: Message](
+    messages: Sequence[M],
     *,
     estimator: TokenEstimator | None = None,
-    system: str | list[dict[str, Any]] | None = None,
-) -> tuple[Transcript, Binding]:
+    system: str | Sequence[Mapping[str, Any]] | None = None,
+) -> tuple[Transcript, Binding[M]]:
     """Map Chat Completions ``messages`` onto a transcript and the binding to map it back.
 
     ``system``, if given, is request-level text kept outside the list: a pinned turn that is
@@ -76,9 +81,9 @@ def to_transcript(
     return _build(messages, estimator, system, strict=True)
 
 
-def _build(  # noqa: PLR0912, PLR0915 - one branch per provider rule
-    messages: object, estimator: object, system: object, *, strict: bool
-) -> tuple[Transcript, Binding]:
+def _build[M: Message](  # noqa: PLR0912, PLR0915 - one branch per provider rule
+    messages: Sequence[M], estimator: object, system: object, *, strict: bool
+) -> tuple[Transcript, Binding[M]]:
     """Build the transcript and binding; without ``strict`` only field shapes are checked."""
     pricer = Pricer.of(FORMAT, estimator)
     items = check_messages(FORMAT, messages)
@@ -96,7 +101,7 @@ def _build(  # noqa: PLR0912, PLR0915 - one branch per provider rule
         role = message.get("role")
         kind = _ROLES.get(role) if isinstance(role, str) else None
         if kind is None:
-            raise fail(FORMAT, index, f"unknown role {role!r:.40}", role=repr(role)[:40])
+            raise fail(FORMAT, index, f"unknown role {shown(role)}", role=shown(role))
         if pending and kind is not Role.TOOL:
             if strict:
                 raise _unanswered(opener, pending)
@@ -137,12 +142,14 @@ def _build(  # noqa: PLR0912, PLR0915 - one branch per provider rule
         parts[turn_id] = Part(turn, index, None, maskable=kind is Role.TOOL, siblings=1)
     if pending and strict:
         raise _unanswered(opener, pending)
-    return Transcript(tuple(turns)), Binding(FORMAT, items, system, parts, pricer.estimator)
+    return Transcript(tuple(turns)), Binding(
+        FORMAT, items, system, parts, pricer.estimator, messages
+    )
 
 
-def from_transcript(
-    view: Transcript | CompactedTranscript, binding: Binding
-) -> list[dict[str, Any]]:
+def from_transcript[M: Message](
+    view: Transcript | CompactedTranscript, binding: Binding[M]
+) -> list[M]:
     """Rebuild Chat Completions messages from a (compacted) view of ``binding``'s transcript.
 
     Kept messages are the caller's own dicts, in order; a masked tool message is a copy whose
@@ -163,14 +170,14 @@ def from_transcript(
             message = dict(message)
             message["content"] = stub_content(message.get("content"), piece.masked[None], "text")
         out.append(message)
-    return out
+    return restore(binding, out)
 
 
 def count_tokens(
-    messages: list[dict[str, Any]],
+    messages: Sequence[Message],
     *,
     estimator: TokenEstimator | None = None,
-    system: str | list[dict[str, Any]] | None = None,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
 ) -> int:
     """Return what ``messages`` (and ``system``) cost under this format's pricing rules.
 
@@ -280,7 +287,7 @@ def _calls(pricer: Pricer, index: int, calls: object, texts: list[str]) -> tuple
             body = check_dict(FORMAT, index, call.get("custom"), f"{where}.custom")
             argument = "input"
         else:
-            raise fail(FORMAT, index, f"{where} has unknown type {kind!r:.40}")
+            raise fail(FORMAT, index, f"{where} has unknown type {shown(kind)}")
         name = text_field(FORMAT, index, body.get("name"), f"{where}.{kind}.name")
         arguments = text_field(FORMAT, index, body.get(argument), f"{where}.{kind}.{argument}")
         ids.append(call_id)

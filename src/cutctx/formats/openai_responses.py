@@ -25,6 +25,7 @@ from cutctx.formats._common import (
     AUDIO_TOKENS,
     FILE_TOKENS,
     Binding,
+    Message,
     Part,
     Pricer,
     as_json,
@@ -36,6 +37,8 @@ from cutctx.formats._common import (
     joined,
     openai_image_tokens,
     render_content,
+    restore,
+    shown,
     stub_content,
     summary_text,
     system_text,
@@ -44,6 +47,8 @@ from cutctx.formats._common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
 
@@ -90,12 +95,12 @@ _HOSTED: Final = frozenset(
 )
 
 
-def to_transcript(
-    messages: list[dict[str, Any]],
+def to_transcript[M: Message](
+    messages: Sequence[M],
     *,
     estimator: TokenEstimator | None = None,
-    system: str | list[dict[str, Any]] | None = None,
-) -> tuple[Transcript, Binding]:
+    system: str | Sequence[Mapping[str, Any]] | None = None,
+) -> tuple[Transcript, Binding[M]]:
     """Map Responses API input items onto a transcript and the binding to map it back.
 
     ``system``, if given, stands for the request's ``instructions``: a pinned turn that is
@@ -111,9 +116,10 @@ def to_transcript(
     return _build(messages, estimator, system, strict=True)
 
 
-def _build(
-    messages: object, estimator: object, system: object, *, strict: bool
-) -> tuple[Transcript, Binding]:
+def _build[M: Message](
+    messages: Sequence[M], estimator: object, system: object, *, strict: bool
+) -> tuple[Transcript, Binding[M]]:
+    """Build the transcript and binding; without ``strict`` only field shapes are checked."""
     pricer = Pricer.of(FORMAT, estimator)
     items = check_messages(FORMAT, messages)
     scan = _Scan(pricer, strict=strict)
@@ -133,7 +139,9 @@ def _build(
         )
         turns.append(turn)
         parts[turn.turn_id] = Part(turn, index, None, maskable=role is Role.TOOL, siblings=1)
-    return Transcript(tuple(turns)), Binding(FORMAT, items, system, parts, pricer.estimator)
+    return Transcript(tuple(turns)), Binding(
+        FORMAT, items, system, parts, pricer.estimator, messages
+    )
 
 
 class _Scan:
@@ -346,13 +354,13 @@ def _kind(index: int, item: dict[str, Any]) -> str:
         if "id" in item:
             return "item_reference"
     if not isinstance(kind, str):
-        raise fail(FORMAT, index, "the item has no string type", type=repr(kind)[:40])
+        raise fail(FORMAT, index, "the item has no string type", type=shown(kind))
     return kind
 
 
-def from_transcript(
-    view: Transcript | CompactedTranscript, binding: Binding
-) -> list[dict[str, Any]]:
+def from_transcript[M: Message](
+    view: Transcript | CompactedTranscript, binding: Binding[M]
+) -> list[M]:
     """Rebuild Responses input items from a (compacted) view of ``binding``'s transcript.
 
     Kept items are the caller's own dicts, in order; a masked output is a copy whose ``output``
@@ -373,14 +381,14 @@ def from_transcript(
             item = dict(item)
             item["output"] = stub_content(item.get("output"), piece.masked[None], "input_text")
         out.append(item)
-    return out
+    return restore(binding, out)
 
 
 def count_tokens(
-    messages: list[dict[str, Any]],
+    messages: Sequence[Message],
     *,
     estimator: TokenEstimator | None = None,
-    system: str | list[dict[str, Any]] | None = None,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
 ) -> int:
     """Return what the items (and ``system``) cost under this format's pricing rules.
 
@@ -403,7 +411,7 @@ def _message(
     role = item.get("role")
     kind = _ROLES.get(role) if isinstance(role, str) else None
     if kind is None:
-        raise fail(FORMAT, index, f"unknown role {role!r:.40}", role=repr(role)[:40])
+        raise fail(FORMAT, index, f"unknown role {shown(role)}", role=shown(role))
     content = item.get("content")
     if strict and kind is Role.USER and is_empty(content):
         raise fail(FORMAT, index, "a user message must have content")
