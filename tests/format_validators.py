@@ -179,8 +179,9 @@ def _responses_against(  # noqa: PLR0912 - one branch per rule
             present = {id(other) in kept for other in sharing}
             if len(present) > 1:
                 problems.append(f"original {position}: call_id {item['call_id']} split")
+    # An output names its call by call_id; local_shell_call_output by its id.
     by_call = {
-        (_item_kind(item), item.get("call_id")): item
+        (_item_kind(item), item.get("call_id", item.get("id"))): item
         for item in original
         if _item_kind(item) in RESPONSES_MASKABLE
     }
@@ -192,7 +193,7 @@ def _responses_against(  # noqa: PLR0912 - one branch per rule
             content = item.get("content")
             if isinstance(content, str) and content.startswith(SUMMARY_OPENING):
                 continue
-        source = by_call.get((kind, item.get("call_id")))
+        source = by_call.get((kind, item.get("call_id", item.get("id"))))
         if source is None:
             problems.append(f"{index}: an item was edited or invented")
             continue

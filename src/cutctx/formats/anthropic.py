@@ -406,6 +406,8 @@ def _block(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, 
     """Render (for summarizers) and price one content block."""
     block = check_dict(FORMAT, index, value, where)
     kind = block.get("type")
+    if not isinstance(kind, str):
+        raise fail(FORMAT, index, f"{where} has no string type")
     if kind == "text":
         text = text_field(FORMAT, index, block.get("text"), f"{where}.text")
         return text, pricer.text(text)
@@ -437,9 +439,8 @@ def _block(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, 
             return "", 0
         summary = text_field(FORMAT, index, summary, f"{where}.content")
         return summary, pricer.text(summary)
-    if isinstance(kind, str):  # server tool results, container_upload, unknown blocks
-        return f"[{kind}]", pricer.text(as_json(block))
-    raise fail(FORMAT, index, f"{where} has no string type")
+    # server tool results, container_upload, unknown blocks
+    return f"[{kind}]", pricer.text(as_json(block))
 
 
 def _document_tokens(pricer: Pricer, index: int, block: Mapping[str, Any], where: str) -> int:
