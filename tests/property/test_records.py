@@ -2,7 +2,8 @@
 
 Would catch: a plan or record that does not survive its JSON; a record that a fresh ``verify``
 does not reproduce byte for byte; and any single edit to a stored record, or any single change to
-the transcript, that ``verify`` lets pass or fails to name.
+the transcript, that ``verify`` lets pass or fails to name; and any value, anywhere in a stored
+plan or record, that makes reading or verifying fail with an untyped error.
 """
 
 from __future__ import annotations
@@ -190,3 +191,78 @@ def test_any_single_change_to_the_transcript_is_found_and_named(
     note(repr(result))
     assert not result.ok
     assert result.differences[0].startswith("the transcript is not the one the record was made for")
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=6,
+)
+
+
+def nodes(value: Any, path: Path = ()) -> list[Path]:
+    """Every path to a value (containers included, the root excluded) of JSON data."""
+    found: list[Path] = [path] if path else []
+    if isinstance(value, dict):
+        return found + [p for key, item in value.items() for p in nodes(item, (*path, key))]
+    if isinstance(value, list):
+        return found + [p for index, item in enumerate(value) for p in nodes(item, (*path, index))]
+    return found
+
+
+def replaced(data: Any, path: Path, value: Any) -> None:
+    parent: Any = data
+    for step in path[:-1]:
+        parent = parent[step]
+    parent[path[-1]] = value
+
+
+@given(cases(), policies, st.data())
+def test_any_value_anywhere_in_a_stored_plan_is_read_or_refused_with_a_typed_error(
+    case: Case, policy: CompactionPolicy, data: st.DataObject
+) -> None:
+    """Put any JSON value at any place of a plan's dict: ``from_dict`` returns a plan (that passed
+    the gate) or raises ``ValidationError`` (or ``BudgetUnsatisfiable``), never a KeyError,
+    TypeError or other untyped error."""
+    transcript, budget = case
+    try:
+        plan = policy.decide(transcript, budget)
+    except BudgetUnsatisfiable:
+        reject()
+    stored = plan.to_dict()
+    path = data.draw(st.sampled_from(nodes(stored)), label="path")
+    replaced(stored, path, data.draw(json_values, label="value"))
+    refused: ValidationError | BudgetUnsatisfiable | None = None
+    try:
+        back = CompactionPlan.from_dict(stored, transcript=transcript, budget=budget)
+    except (ValidationError, BudgetUnsatisfiable) as error:
+        refused = error
+    if refused is not None:
+        assert refused.message
+        assert "\n" not in refused.message
+        return
+    again = CompactionPlan.from_json(back.to_json(), transcript=transcript, budget=budget)
+    assert again == back
+
+
+@given(cases(), policies, st.data())
+def test_any_value_anywhere_in_a_stored_record_is_verified_or_refused_with_a_typed_error(
+    case: Case, policy: CompactionPolicy, data: st.DataObject
+) -> None:
+    """Put any JSON value at any place of a record's dict: ``from_dict`` raises
+    ``ValidationError``, or ``verify`` returns a ``Verification`` that is not ok, never an
+    untyped error."""
+    transcript, _ = case
+    stored = record_for(case, policy).to_dict()
+    path = data.draw(st.sampled_from(nodes(stored)), label="path")
+    value = data.draw(json_values, label="value")
+    original: Any = stored
+    for step in path:
+        original = original[step]
+    replaced(stored, path, value)
+    try:
+        record = CompactionRecord.from_dict(stored)
+    except ValidationError:
+        return
+    result = verify(record, transcript)
+    assert result.ok == (json.dumps(value, sort_keys=True) == json.dumps(original, sort_keys=True))

@@ -65,7 +65,8 @@ DOCUMENTED = {
     "PlanTranscriptMismatch",
 }
 # Additions beyond that first list, decided and documented elsewhere: the tokenizer wrapper is
-# always exported; the provider-format helper and its result type join with the formats edge.
+# always exported, and so is the audit layer (records, verify, explain); the provider-format
+# helper and its result type join with the formats edge.
 ADDED_ALWAYS = {"TokenizerEstimator", "CompactionRecord", "Verification", "explain", "verify"}
 ADDED_OPTIONALLY = {"compact_messages", "CompactedMessages"}
 

@@ -30,6 +30,7 @@ from cutctx import (
 )
 from cutctx._audit.policies import ROWS, Config, NotRebuildable, describe, policy_config, rebuild
 from cutctx._audit.records import SEALED, transcript_digest
+from cutctx._core.plan import canonical_json
 
 if TYPE_CHECKING:
     from cutctx import CompactionPolicy
@@ -61,14 +62,14 @@ class Custom:
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
         plan = DropOldestPolicy().decide(transcript, budget)
         return CompactionPlan(
-            plan.actions,
-            plan.summarization_requests,
-            plan.tokens_before,
-            plan.tokens_after_estimate,
-            self.name,
-            self.version,
-            plan.estimator_ratio,
-            plan.budget_unmet,
+            actions=plan.actions,
+            summarization_requests=plan.summarization_requests,
+            tokens_before=plan.tokens_before,
+            tokens_after_estimate=plan.tokens_after_estimate,
+            policy_name=self.name,
+            policy_version=self.version,
+            estimator_ratio=plan.estimator_ratio,
+            budget_unmet=plan.budget_unmet,
             transcript=transcript,
             budget=budget,
         )
@@ -106,7 +107,9 @@ def oracle_digest(transcript: Transcript) -> str:
         {
             "turn_id": t.turn_id,
             "role": t.role.value,
-            "content_sha256": hashlib.sha256(t.content.encode("utf-8")).hexdigest(),
+            "content_sha256": hashlib.sha256(
+                t.content.encode("utf-8", "surrogatepass")
+            ).hexdigest(),
             "token_estimate": t.token_estimate,
             "tool_call_id": t.tool_call_id,
             "pinned": t.pinned,
@@ -115,7 +118,8 @@ def oracle_digest(transcript: Transcript) -> str:
         for t in transcript.turns
     ]
     text = json.dumps(turns, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # A lone surrogate: as its JSON escape in the JSON text (json.dumps with ensure_ascii).
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
 
 
 class TestTranscriptDigest:
@@ -124,6 +128,36 @@ class TestTranscriptDigest:
     ) -> None:
         assert transcript_digest(TRANSCRIPT) == oracle_digest(TRANSCRIPT)
         assert transcript_digest(Transcript(())) == oracle_digest(Transcript(()))
+
+    def test_ids_and_metadata_that_json_escapes_are_written_as_json_dumps_writes_them(
+        self,
+    ) -> None:
+        awkward = Transcript(
+            (
+                TranscriptTurn('q"\\\u00e9\n\u2028', Role.TOOL, "", 0, 'c"1', pinned=True),
+                TranscriptTurn(
+                    "m", Role.USER, "x", 1, metadata={"z": 'a"\tb', "a": "\u4e2d", "": ""}
+                ),
+            )
+        )
+        assert transcript_digest(awkward) == oracle_digest(awkward)
+
+    def test_lone_surrogates_are_digested_without_an_error_and_apart_from_their_escapes(
+        self,
+    ) -> None:
+        lone = Transcript(
+            (TranscriptTurn("\ud800", Role.USER, "a\udfffb" * 3000, 1, metadata={"k": "\ud801"}),)
+        )
+        escaped = Transcript(
+            (
+                TranscriptTurn(
+                    "\\ud800", Role.USER, "a\\udfffb" * 3000, 1, metadata={"k": "\\ud801"}
+                ),
+            )
+        )
+        assert transcript_digest(lone) == oracle_digest(lone)
+        assert transcript_digest(escaped) == oracle_digest(escaped)
+        assert transcript_digest(lone) != transcript_digest(escaped)
 
     @pytest.mark.parametrize(
         "change",
@@ -161,6 +195,7 @@ class TestCompactionRecordOf:
         record = CompactionRecord.of(plan, TRANSCRIPT, BUDGET, policy, format="anthropic")
         assert record.schema_version == 1
         assert dict(record.to_dict()["plan"]) == plan.to_dict()
+        assert canonical_json(record.to_dict()["plan"]) == plan.canonical_json()  # byte identical
         assert record.plan_hash == plan.plan_hash()
         assert record.budget == BUDGET
         assert (record.policy_name, record.policy_version) == (policy.name, policy.version)

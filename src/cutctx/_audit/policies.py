@@ -6,6 +6,16 @@ a policy is adding a row; a new knob with a default is one more key read with th
 records written before it still rebuild. A chain's configuration holds its members, each
 ``{"name", "version", "config"}``, rebuilt recursively.
 
+A row for a policy ``PriorityPolicy(weights, *, estimator=None)`` named ``priority`` would be::
+
+    def _priority(policy: PriorityPolicy) -> dict[str, Any]:
+        return {"weights": dict(policy.weights), "estimator": estimator_config(policy.estimator)}
+
+    def _priority_from(config: Config) -> PriorityPolicy:
+        return PriorityPolicy(config.raw("weights"), estimator=config.estimator("estimator"))
+
+    PolicyRow(PriorityPolicy, "priority", _priority, _priority_from),
+
 A policy cutctx cannot rebuild — a class without a row, or one whose estimator is not a
 ``CharRatioEstimator`` (a tokenizer is a function, not data) — is described by ``None`` or by the
 estimator's name, and ``rebuild`` raises ``NotRebuildable`` for it: verifying its record needs

@@ -27,7 +27,6 @@ from cutctx._core.invariants import check_plan
 from cutctx._core.plan import CompactionPlan, canonical_json, table_of
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import CompactionBudget, Transcript, TranscriptTurn, check_count, check_str
-from cutctx._policies.draft import content_digest
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -62,6 +61,8 @@ _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 _HEX16: Final = re.compile(r"[0-9a-f]{16}")
 _ESCAPE: Final = json.encoder.encode_basestring
 """The string encoder ``json.dumps(ensure_ascii=False)`` itself uses."""
+_SLICE: Final = 4096
+"""Characters of a body encoded at a time: hashing a long body never copies it whole."""
 _SHOWN: Final = 3
 """Differing turns named in one difference."""
 
@@ -79,8 +80,31 @@ def transcript_digest(transcript: Transcript) -> str:
     for index, turn in enumerate(transcript.turns):
         if index:
             hasher.update(b",")
-        hasher.update(_turn_json(turn).encode("utf-8"))
+        hasher.update(_utf8(_turn_json(turn)))
     hasher.update(b"]")
+    return hasher.hexdigest()
+
+
+def _utf8(text: str) -> bytes:
+    r"""Return JSON ``text`` as UTF-8, a lone surrogate as its JSON escape ``\udXXX``.
+
+    UTF-8 cannot encode a lone surrogate (``json.loads`` makes one of ``"\ud800"``); JSON text
+    then hashes as its fully escaped form would, and never raises.
+    """
+    return text.encode("utf-8", "backslashreplace")
+
+
+def _body_digest(content: str) -> str:
+    """Return the SHA-256 hex digest of a turn's body as UTF-8, a slice at a time.
+
+    A lone surrogate is encoded as its three ``surrogatepass`` bytes, which no UTF-8 text holds,
+    so no two bodies share a digest. (A masked stub's digest is another, the 0.1 line's, form.)
+    """
+    if len(content) <= _SLICE:
+        return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+    hasher = hashlib.sha256()
+    for start in range(0, len(content), _SLICE):
+        hasher.update(content[start : start + _SLICE].encode("utf-8", "surrogatepass"))
     return hasher.hexdigest()
 
 
@@ -94,7 +118,7 @@ def _turn_json(turn: TranscriptTurn) -> str:
     metadata = "{}" if not turn.metadata else canonical_json(dict(turn.metadata))
     call = "null" if turn.tool_call_id is None else string(turn.tool_call_id)
     return (
-        f'{{"content_sha256":"{content_digest(turn.content)}","metadata":{metadata}'
+        f'{{"content_sha256":"{_body_digest(turn.content)}","metadata":{metadata}'
         f',"pinned":{"true" if turn.pinned else "false"},"role":"{turn.role.value}"'
         f',"token_estimate":{turn.token_estimate},"tool_call_id":{call}'
         f',"turn_id":{string(turn.turn_id)}}}'
@@ -323,7 +347,7 @@ def _check_schema(version: object) -> None:
 
 
 def _seal_of(value: object) -> str:
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(_utf8(canonical_json(value))).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)
@@ -525,7 +549,7 @@ def _short(value: object, width: int = 40) -> str:
 
 
 def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_utf8(text)).hexdigest()
 
 
 class _NotJson(Exception):
