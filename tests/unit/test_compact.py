@@ -37,7 +37,9 @@ class TestCompactMessages:
         done = compact_messages(messages, max_tokens=1000, format="openai_chat", estimator=WORDS)
         assert done.messages == messages
         assert done.report.kept_turn_ids == ("m0", "m1", "m2", "m3", "m4")
-        assert done.plan.policy_name == "chain(observation_masking@1.0.0+drop_oldest@1.0.0)"
+        assert done.plan.policy_name == (
+            "chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)"
+        )
 
     def test_accepts_the_format_module_itself(self) -> None:
         messages = chat(2)
@@ -66,7 +68,8 @@ class TestCompactMessages:
         assert request.prompt_id == "cutctx.summary"
         assert [t.turn_id for t in turns] == ["m1", "m2", "m3", "m4", "m5", "m6"]
         assert done.plan.policy_name == (
-            "chain(observation_masking@1.0.0+summarizing@1.0.0+drop_oldest@1.0.0)"
+            "chain(observation_masking@1.0.0+summarizing@1.0.0+observation_masking@1.0.0"
+            "+drop_oldest@1.0.0)"
         )
         # span of 6 x 13 = 78 tokens -> target round(15.6) = 16; 5 + 16 + 26 = 47
         assert done.plan.tokens_after_estimate == 47
