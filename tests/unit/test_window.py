@@ -6,17 +6,20 @@ import asyncio
 import copy
 import json
 import random
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from baseaicore import ValidationError
 
 from cutctx import (
     BudgetUnsatisfiable,
+    CompactionError,
     CompactionPlan,
     ContextWindow,
     DropOldestPolicy,
+    ObservationMaskingPolicy,
     SummarizationRequest,
+    SummarizingPolicy,
     SummaryMissing,
     TranscriptTurn,
     WindowStats,
@@ -314,3 +317,247 @@ class TestSettings:
         assert window.stats == WindowStats()
         with pytest.raises(AttributeError):
             window.stats.requests = 3  # type: ignore[misc]
+
+
+def anthropic_history(steps: int, *, marked: bool = False) -> list[dict[str, Any]]:
+    """An Anthropic history whose tool-result messages also carry a text block."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+    for step in range(steps):
+        call = f"toolu_{step}"
+        history.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "hm", "signature": "s"},
+                    {"type": "tool_use", "id": call, "name": "run", "input": {}},
+                ],
+            }
+        )
+        result: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": call,
+            "content": f"out {step} " + "z" * 400,
+        }
+        if marked:
+            result["cache_control"] = {"type": "ephemeral"}
+        history.append({"role": "user", "content": [result, {"type": "text", "text": "next"}]})
+    return history
+
+
+class TestCacheBreakpoints:
+    def test_the_last_block_of_the_stable_prefix_is_marked_in_a_copy(self) -> None:
+        history = anthropic_history(12)
+        before = copy.deepcopy(history)
+        window = ContextWindow("anthropic", max_tokens=100_000, cache_breakpoints=True)
+        first = window.prepare(history[:5])
+        assert first == history[:5]  # nothing is stable yet: no marker
+        request = window.prepare(history)
+        assert window.stats.first_changed_index == 5
+        assert request[4]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert sum(markers(request)) == 1
+        assert history == before  # the caller's dicts are untouched
+
+    def test_a_string_body_becomes_one_marked_text_block(self) -> None:
+        window = ContextWindow("anthropic", max_tokens=1000, cache_breakpoints=True)
+        window.prepare([{"role": "user", "content": TASK}])
+        request = window.prepare(
+            [
+                {"role": "user", "content": TASK},
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "go"},
+            ]
+        )
+        marked: Any = request[0]["content"]
+        assert marked == [{"type": "text", "text": TASK, "cache_control": {"type": "ephemeral"}}]
+
+    def test_the_callers_markers_stay_and_four_is_the_most(self) -> None:
+        history = anthropic_history(8, marked=True)
+        window = ContextWindow("anthropic", max_tokens=100_000, cache_breakpoints=True)
+        window.prepare(history[:3])
+        request = window.prepare(history[:5])
+        assert sum(markers(request)) == 2 + 1  # the caller's two and the window's one
+        window.prepare(history[:9])
+        request = window.prepare(history)
+        assert sum(markers(request)) == 8  # the caller's own, and no more from the window
+        assert request == history
+
+    def test_other_formats_get_no_marker(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=1000, cache_breakpoints=True)
+        history = [{"role": "user", "content": TASK}]
+        window.prepare(history)
+        assert window.prepare([*history, {"role": "assistant", "content": "ok"}])[0] is history[0]
+
+
+def markers(request: Sequence[dict[str, Any]]) -> Iterator[int]:
+    for message in request:
+        content = message["content"]
+        if isinstance(content, list):
+            for block in content:
+                yield "cache_control" in block
+
+
+class TestBadInput:
+    def test_a_history_that_is_not_a_list_is_refused(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=1000)
+        with pytest.raises(ValidationError, match="history must be a list"):
+            window.prepare(cast("list[Any]", "hello"))
+
+    def test_a_bad_new_message_is_named_by_its_index_in_the_history(self) -> None:
+        histories = list(session("openai_chat", 5))
+        window = ContextWindow("openai_chat", max_tokens=5000)
+        window.prepare(histories[-1])
+        bad = [*histories[-1], {"role": "tool", "tool_call_id": "nobody", "content": "?"}]
+        with pytest.raises(ValidationError) as caught:
+            window.prepare(bad)
+        assert caught.value.details["index"] == len(bad) - 1
+
+    def test_anthropic_roles_must_alternate_across_steps(self) -> None:
+        window = ContextWindow("anthropic", max_tokens=5000)
+        history: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+        window.prepare(history)
+        with pytest.raises(ValidationError, match="two user messages") as caught:
+            window.prepare([*history, {"role": "user", "content": "again"}])
+        assert caught.value.details["index"] == 1
+        reply = {"role": "assistant", "content": "ok"}
+        window.prepare([*history, reply])
+        with pytest.raises(ValidationError, match="two assistant messages"):
+            window.prepare([*history, reply, {"role": "assistant", "content": "more"}])
+        with pytest.raises(ValidationError, match="open with a user message"):
+            ContextWindow("anthropic", max_tokens=5000).prepare([reply])
+
+    def test_a_summarize_that_returns_no_string_is_refused(self) -> None:
+        window = ContextWindow(
+            "openai_chat",
+            max_tokens=3000,
+            summarize=lambda _request, _turns: 7,  # type: ignore[arg-type,return-value]
+        )
+        with pytest.raises(ValidationError, match="not a string"):
+            run(window, "openai_chat", 60)
+
+    def test_summaries_far_over_their_targets_are_refused(self) -> None:
+        window = ContextWindow(
+            "openai_chat", max_tokens=3000, summarize=lambda _request, _turns: "w" * 20_000
+        )
+        with pytest.raises(ValidationError, match="exceed their targets"):
+            run(window, "openai_chat", 60)
+
+    def test_a_policy_that_cannot_fit_max_tokens_raises(self) -> None:
+        window = ContextWindow(
+            "openai_chat", max_tokens=3000, policy=ObservationMaskingPolicy(keep_recent_results=500)
+        )
+        with pytest.raises(CompactionError, match="over max_tokens"):
+            run(window, "openai_chat", 60)
+
+    def test_a_policy_whose_summaries_are_over_the_bound_is_refused(self) -> None:
+        window = ContextWindow(
+            "openai_chat",
+            max_tokens=3000,
+            policy=SummarizingPolicy("mine"),
+            summarize=lambda _request, _turns: "short",
+            summary_input_tokens=100,
+        )
+        with pytest.raises(ValidationError, match="over summary_input_tokens"):
+            run(window, "openai_chat", 60)
+
+    def test_a_policy_that_returns_no_plan_is_refused(self) -> None:
+        class Broken:
+            name = "broken"
+            version = "0"
+
+            def decide(self, _transcript: Any, _budget: Any) -> Any:
+                return None
+
+        window = ContextWindow("openai_chat", max_tokens=3000, policy=Broken())
+        with pytest.raises(ValidationError, match="not a CompactionPlan"):
+            run(window, "openai_chat", 60)
+
+
+class TestState:
+    def test_a_state_is_plain_json_and_holds_no_message_bodies(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000)
+        histories = list(session("openai_chat", 40))
+        for history in histories:
+            window.prepare(history)
+        state = window.state()
+        assert json.loads(json.dumps(state)) == state
+        assert "x" * 40 not in json.dumps(state)  # bodies are digested, never stored
+        assert len(state["messages"]) == len(histories[-1])
+
+    def test_a_changed_history_after_from_state_starts_over(self) -> None:
+        histories = list(session("openai_chat", 30))
+        window = ContextWindow("openai_chat", max_tokens=3000)
+        for history in histories:
+            window.prepare(history)
+        edited = copy.deepcopy(histories[-1])
+        edited[2]["content"] = "something else"
+        resumed = ContextWindow.from_state(window.state())
+        assert resumed.prepare(edited) == ContextWindow("openai_chat", max_tokens=3000).prepare(
+            edited
+        )
+        assert resumed.stats.resets == 1
+
+    def test_from_state_refuses_what_state_did_not_make(self) -> None:
+        state = ContextWindow("openai_chat", max_tokens=3000).state()
+        with pytest.raises(ValidationError, match="not a window state"):
+            ContextWindow.from_state({"hello": 1})
+        with pytest.raises(ValidationError, match="malformed state"):
+            ContextWindow.from_state({k: v for k, v in state.items() if k != "max_tokens"})
+        with pytest.raises(ValidationError, match="made with policy"):
+            ContextWindow.from_state(state, policy=DropOldestPolicy())
+
+    def test_a_state_that_names_turns_the_history_lacks_is_refused(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000)
+        history = next(session("openai_chat", 1))
+        window.prepare(history)
+        state = window.state()
+        state["dropped"] = ["m99"]
+        with pytest.raises(ValidationError, match="does not fit the history"):
+            ContextWindow.from_state(state).prepare(history)
+
+    def test_a_message_that_is_not_json_cannot_be_digested(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000)
+        window.prepare([{"role": "user", "content": "hi", "extra": object()}])
+        with pytest.raises(ValidationError, match="not JSON data"):
+            window.state()
+
+
+class TestShapes:
+    def test_masked_or_removed_last_messages_are_rendered_not_appended(self) -> None:
+        window = ContextWindow(
+            "anthropic", max_tokens=2000, protected_recent_turns=0, keep_recent_results=0
+        )
+        for history in session("anthropic", 60):
+            request = window.prepare(history)
+            assert anthropic_problems(request) == []
+            assert anthropic.count_tokens(request) <= 2000
+
+    def test_messages_split_into_several_turns_keep_their_price_and_order(self) -> None:
+        history = anthropic_history(40)
+        window = ContextWindow("anthropic", max_tokens=3000, keep_first=1)
+        for end in range(3, len(history) + 1, 2):
+            request = window.prepare(history[:end])
+            assert anthropic_problems(request) == []
+            assert anthropic.count_tokens(request) <= 3000
+        assert window.stats.compactions >= 1
+
+    def test_a_trailing_reasoning_item_is_reread_with_what_follows(self) -> None:
+        window = ContextWindow("openai_responses", max_tokens=5000)
+        history: list[dict[str, Any]] = [
+            {"role": "user", "content": TASK},
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+        ]
+        window.prepare(history)
+        more = [
+            *history,
+            {"type": "function_call", "call_id": "c1", "name": "run", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        ]
+        assert window.prepare(more) == more
+        assert window.stats.resets == 1
+
+    def test_the_window_reports_its_settings(self) -> None:
+        window = ContextWindow("anthropic", max_tokens=1000, system="Be brief.")
+        assert (window.format, window.system) == ("anthropic", "Be brief.")
+        assert window.policy.name == (
+            "chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)"
+        )

@@ -985,7 +985,7 @@ def _thinks(message: object) -> bool:
 def _digest(message: object, index: int) -> str:
     try:
         return sha256_of(message)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, ValidationError) as error:
         raise ValidationError(
             f"ContextWindow: messages[{index}] is not JSON data, so it cannot be digested",
             details={"index": index},
