@@ -13,7 +13,6 @@ from baseaicore import ValidationError
 
 from cutctx import (
     BudgetUnsatisfiable,
-    CompactionError,
     CompactionPlan,
     ContextWindow,
     DropOldestPolicy,
@@ -445,8 +444,10 @@ class TestBadInput:
         window = ContextWindow(
             "openai_chat", max_tokens=3000, policy=ObservationMaskingPolicy(keep_recent_results=500)
         )
-        with pytest.raises(CompactionError, match="over max_tokens"):
+        with pytest.raises(BudgetUnsatisfiable, match="exchanges they hold") as caught:
             run(window, "openai_chat", 60)
+        assert caught.value.max_tokens == 3000
+        assert caught.value.untouchable_tokens > 3000
 
     def test_a_policy_whose_summaries_are_over_the_bound_is_refused(self) -> None:
         window = ContextWindow(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from baseaicore import ValidationError, sha256_of
 
-from cutctx._core.errors import CompactionError, SummaryMissing
+from cutctx._core.errors import BudgetUnsatisfiable, SummaryMissing
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.executor import CompactionExecutor, masked_turn, summary_turn
 from cutctx._core.invariants import layout
@@ -38,7 +38,10 @@ from cutctx._core.values import (
     group_id_for,
 )
 from cutctx._loop.compact import CompactedMessages, default_policy
+from cutctx._policies.chain import PolicyChain
 from cutctx._policies.draft import estimator_marks
+from cutctx._policies.drop import DropOldestPolicy
+from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
 from cutctx.formats._common import Binding, Part, Pricer
 
@@ -98,9 +101,7 @@ class _Group:
 class _Pending:
     """A compaction planned over the current request, waiting for its summaries."""
 
-    current: Transcript
-    plan: CompactionPlan
-    budget: CompactionBudget
+    stages: tuple[tuple[Transcript, CompactionPlan], ...]
     calls: tuple[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]], ...]
 
 
@@ -212,6 +213,7 @@ class ContextWindow:
                 summary_input_tokens=self._summary_input,
             )
         )
+        self._stages = _stages(self._policy)
         head, _ = self._module.to_transcript([], estimator=self._estimator, system=system)
         self._system_turns: tuple[TranscriptTurn, ...] = head.turns
         self._stats = WindowStats()
@@ -481,19 +483,33 @@ class ContextWindow:
         shape = layout(current, hard)
         shape.require_satisfiable(hard)
         budget = CompactionBudget(max(self._to, shape.untouchable_tokens), self._protected)
-        plan = self._policy.decide(current, budget)
-        if not isinstance(plan, CompactionPlan):
-            raise ValidationError(
-                f"ContextWindow: the policy returned {type(plan).__name__}, not a CompactionPlan",
-                details={"field": "policy"},
-            )
+        stages: list[tuple[Transcript, CompactionPlan]] = []
+        for policy in self._stages:
+            if stages:
+                previous = stages[-1][1]
+                if previous.tokens_after_estimate <= budget.max_tokens:
+                    break
+                # The next stage plans over the view the masks give: a summarizer then
+                # receives the stubs, as the request will hold them.
+                current = CompactionExecutor().apply(current, previous).transcript
+            made = policy.decide(current, budget)
+            if not isinstance(made, CompactionPlan):
+                raise ValidationError(
+                    f"ContextWindow: the policy returned {type(made).__name__}, "
+                    "not a CompactionPlan",
+                    details={"field": "policy"},
+                )
+            stages.append((current, made))
+        plan = stages[-1][1]
         if plan.tokens_after_estimate > self._max_tokens:
-            raise CompactionError(
-                f"ContextWindow: the policy leaves {plan.tokens_after_estimate} tokens, over "
-                f"max_tokens {self._max_tokens}",
+            kept = sum(1 for action in plan.actions if action.action is not Action.DROP)
+            raise BudgetUnsatisfiable(
+                f"the untouchable turns and the exchanges they hold need "
+                f"{plan.tokens_after_estimate} tokens, over the budget of {self._max_tokens}",
                 details={
-                    "tokens_after_estimate": plan.tokens_after_estimate,
+                    "untouchable_tokens": plan.tokens_after_estimate,
                     "max_tokens": self._max_tokens,
+                    "untouchable_turn_count": kept,
                     "policy": plan.policy_name,
                 },
             )
@@ -509,7 +525,7 @@ class ContextWindow:
                     details={"group_id": request.group_id, "tokens": size},
                 )
             calls.append((request, turns))
-        return _Pending(current, plan, budget, tuple(calls))
+        return _Pending(tuple(stages), tuple(calls))
 
     def _complete(self, pending: _Pending, summaries: dict[str, str]) -> None:
         """Fold the plan into the decisions, record it over the history, render the request."""
@@ -518,31 +534,35 @@ class ContextWindow:
         groups = dict(self._groups)
         folded: dict[str, list[int]] = {}
         index_of = self._index_of
-        for turn, action in zip(pending.current.turns, pending.plan.actions, strict=True):
-            kind = action.action
-            if kind is Action.KEEP:
-                continue
-            index = index_of.get(turn.turn_id)
-            if index is None:  # a summary the request holds
-                group = groups.pop(turn.turn_id.removeprefix(SUMMARY_TURN_ID_PREFIX))
-                if kind is Action.MASK:
-                    raise ValidationError(
-                        f"ContextWindow: the policy masked the summary {turn.turn_id!r}",
-                        details={"turn_id": turn.turn_id},
-                    )
-                members: Sequence[int] = group.members
-            else:
-                members = (index,)
-            for member in members:
-                stubs.pop(member, None)
-                kinds[member] = kind
-                if kind is Action.MASK:
-                    assert action.replacement is not None  # noqa: S101 - the gate ensures it
-                    stubs[member] = action.replacement
-                elif kind is Action.SUMMARIZE:
-                    assert action.summary_group is not None  # noqa: S101 - the gate ensures it
-                    folded.setdefault(action.summary_group, []).append(member)
-        for request in pending.plan.summarization_requests:
+        for current, plan in pending.stages:
+            for turn, action in zip(current.turns, plan.actions, strict=True):
+                kind = action.action
+                if kind is Action.KEEP:
+                    continue
+                index = index_of.get(turn.turn_id)
+                if index is None:  # a summary the request holds
+                    if kind is Action.MASK:
+                        raise ValidationError(
+                            f"ContextWindow: the policy masked the summary {turn.turn_id!r}",
+                            details={"turn_id": turn.turn_id},
+                        )
+                    group = groups.pop(turn.turn_id.removeprefix(SUMMARY_TURN_ID_PREFIX))
+                    members: Sequence[int] = group.members
+                else:
+                    members = (index,)
+                for member in members:
+                    stubs.pop(member, None)
+                    kinds[member] = kind
+                    if kind is Action.MASK:
+                        assert action.replacement is not None  # noqa: S101 - the gate ensures it
+                        stubs[member] = action.replacement
+                    elif kind is Action.SUMMARIZE:
+                        assert action.summary_group is not None  # noqa: S101 - the gate ensures
+                        folded.setdefault(action.summary_group, []).append(member)
+        requests = [
+            request for _, plan in pending.stages for request in plan.summarization_requests
+        ]
+        for request in requests:
             members = sorted(folded[request.group_id])
             text = summaries[request.group_id]
             shown = text.rstrip() if self._format == "anthropic" else text
@@ -921,6 +941,28 @@ def window_policy(
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+
+def _stages(policy: CompactionPolicy) -> tuple[CompactionPolicy, ...]:
+    """Split a chain whose leading masking members come before one that may summarize.
+
+    The window runs the masking members first and the rest over the view they give, so a
+    summarizer is handed the stubs the request holds, not the originals behind them.
+    """
+    if not isinstance(policy, PolicyChain):
+        return (policy,)
+    members = policy.policies
+    lead = 0
+    while lead < len(members) and isinstance(members[lead], ObservationMaskingPolicy):
+        lead += 1
+    later = members[lead:]
+    if not lead or all(
+        isinstance(member, ObservationMaskingPolicy | DropOldestPolicy) for member in later
+    ):
+        return (policy,)
+    first = members[0] if lead == 1 else PolicyChain(members[:lead])
+    rest = later[0] if len(later) == 1 else PolicyChain(later)
+    return (first, rest)
 
 
 def _tokens_of(owner: str, name: str, value: object, max_tokens: int) -> int:
