@@ -217,6 +217,11 @@ class TestContextWindow:
             got.append(window.prepare(history))
         assert got == expected
         assert window.stats == whole.stats
+        assert window.last is not None
+        assert whole.last is not None
+        assert window.last.plan == whole.last.plan
+        assert window.last.report == whole.last.report
+        assert window.last.messages == whole.last.messages
 
 
 def results(fmt: str, request: Sequence[dict[str, Any]]) -> Iterator[tuple[str, str]]:

@@ -32,10 +32,10 @@ from cutctx._core.values import (
     SummarizationRequest,
     Transcript,
     TranscriptTurn,
-    TurnAction,
     TurnReplacement,
     check_count,
     group_id_for,
+    trusted_action,
 )
 from cutctx._loop.compact import CompactedMessages, default_policy
 from cutctx._policies.chain import PolicyChain
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from cutctx._core.protocols import TokenEstimator
+    from cutctx._core.report import CompactionReport
 
 __all__ = ["ContextWindow", "WindowStats", "window_policy"]
 
@@ -218,6 +219,17 @@ class ContextWindow:
         self._system_turns: tuple[TranscriptTurn, ...] = head.turns
         self._stats = WindowStats()
         self._last: CompactedMessages | None = None
+        self._last_inputs: (
+            tuple[
+                list[TranscriptTurn],
+                int,
+                list[Action],
+                dict[int, TurnReplacement],
+                dict[str, _Group],
+                list[Any],
+            ]
+            | None
+        ) = None
         self._restore: dict[str, Any] | None = None
         self._request: list[Any] = []
         self._costs: list[int] = []
@@ -274,6 +286,10 @@ class ContextWindow:
     @property
     def last(self) -> CompactedMessages | None:
         """The latest compaction: its request, report and plan over the whole history then."""
+        if self._last is None and self._last_inputs is not None:
+            turns, count, kinds, stubs, groups, messages = self._last_inputs
+            plan, report = self._record(turns[:count], kinds, stubs, groups)
+            self._last = CompactedMessages(messages, report, plan)
         return self._last
 
     def prepare[M](self, history: Sequence[M]) -> list[M]:
@@ -582,12 +598,15 @@ class ContextWindow:
                 f"{tokens} tokens, over max_tokens {self._max_tokens}",
                 details={"max_tokens": self._max_tokens, "tokens_needed": tokens},
             )
-        plan, report = self._record(count, kinds, stubs, groups)
         self._kinds, self._stubs, self._groups = kinds, stubs, groups
         self._view, self._tokens, self._held = view, tokens, len(self._seen)
         self._last_count = len(self._seen)
         self._settle(self._previous(), *self._rebuild(), compacted=True)
-        self._last = CompactedMessages(list(self._request), report, plan)
+        # The plan over the whole history (and its report) is built when it is first read:
+        # a loop that does not log it does not pay for it. Turns below ``count`` and these
+        # decisions never change in place, so the snapshot stays true.
+        self._last = None
+        self._last_inputs = (self._turns, count, kinds, stubs, groups, list(self._request))
 
     def _snap(self, view: list[TranscriptTurn], kinds: list[Action]) -> bool:
         """Drop a lone user message that a removal left behind another user message.
@@ -627,20 +646,20 @@ class ContextWindow:
 
     def _record(
         self,
-        count: int,
+        turns: list[TranscriptTurn],
         kinds: list[Action],
         stubs: dict[int, TurnReplacement],
         groups: dict[str, _Group],
-    ) -> tuple[CompactionPlan, Any]:
-        """Return the plan over the first ``count`` history turns, and the report of applying it."""
-        turns = self._turns[:count]
+    ) -> tuple[CompactionPlan, CompactionReport]:
+        """Return the plan over the history ``turns`` under the decisions, and its report."""
         history = Transcript(tuple(turns))
         group_of: dict[int, str] = {}
         for group_id, group in groups.items():
             for member in group.members:
                 group_of[member] = group_id
+        # Each part is a value already checked (ids, actions, stubs); the gate checks the whole.
         actions = tuple(
-            TurnAction(turn.turn_id, kinds[index], group_of.get(index), stubs.get(index))
+            trusted_action(turn.turn_id, kinds[index], group_of.get(index), stubs.get(index))
             for index, turn in enumerate(turns)
         )
         requests = tuple(
@@ -783,7 +802,11 @@ class ContextWindow:
                 }
                 for group in self._groups.values()
             ],
-            "last_compaction": self._last_count if self._last is not None else None,
+            "last_compaction": (
+                self._last_count
+                if self._last is not None or self._last_inputs is not None
+                else None
+            ),
             "stats": {
                 "requests": self._stats.requests,
                 "compactions": self._stats.compactions,
@@ -908,13 +931,12 @@ class ContextWindow:
         last = saved["last_compaction"]
         if last is not None:
             end = self._ends[last - 1] if last else len(self._system_turns)
-            plan, report = self._record(end, self._kinds, self._stubs, self._groups)
             binding = Binding(
                 self._format, tuple(self._seen[:last]), self._system, self._parts, self._estimator
             )
             view = _view_of(self._turns[:end], self._kinds, self._stubs, self._groups)
             messages = self._module.from_transcript(Transcript(tuple(view)), binding)
-            self._last = CompactedMessages(messages, report, plan)
+            self._last_inputs = (self._turns, end, self._kinds, self._stubs, self._groups, messages)
             self._last_count = last
         self._request, self._costs = self._rebuild()
         self._stats = stats
