@@ -303,6 +303,10 @@ class TestSettings:
         ("kwargs", "match"),
         [
             ({"format": "gemini"}, "format must be one of"),
+            ({"max_tokens": 0}, "max_tokens must be at least 1"),
+            ({"estimator": object()}, "estimator must have estimate_tokens"),
+            ({"compact_to": 5000}, "compact_to"),
+            ({"summary_input_tokens": True}, "summary_input_tokens"),
             ({"compact_at": 1.5}, "compact_at"),
             ({"compact_to": 0.9}, "over compact_at"),
             ({"keep_first": -1}, "keep_first"),
