@@ -13,6 +13,7 @@ from baseaicore import ValidationError
 
 from cutctx import (
     BudgetUnsatisfiable,
+    CharRatioEstimator,
     CompactionPlan,
     ContextWindow,
     DropOldestPolicy,
@@ -514,6 +515,8 @@ class TestState:
             ContextWindow.from_state({k: v for k, v in state.items() if k != "max_tokens"})
         with pytest.raises(ValidationError, match="made with policy"):
             ContextWindow.from_state(state, policy=DropOldestPolicy())
+        with pytest.raises(ValidationError, match="priced by"):
+            ContextWindow.from_state(state, estimator=CharRatioEstimator(3.0))
 
     def test_a_state_that_names_turns_the_history_lacks_is_refused(self) -> None:
         window = ContextWindow("openai_chat", max_tokens=3000)
