@@ -21,6 +21,7 @@ from cutctx import (
     SummarizationRequest,
     SummarizingPolicy,
     SummaryMissing,
+    TokenizerEstimator,
     TranscriptTurn,
     WindowStats,
 )
@@ -574,3 +575,28 @@ class TestShapes:
         assert window.policy.name == (
             "chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)"
         )
+
+
+class TestCostPerStep:
+    def test_old_messages_are_never_priced_again_on_a_step_that_does_not_compact(self) -> None:
+        """Each text is encoded once, when its message is new; a compaction prices only stubs
+        and summaries. Counted by the calls an estimator receives, not by a clock."""
+        priced: list[str] = []
+
+        def encode(text: str) -> list[int]:
+            priced.append(text)
+            return [0] * (len(text) // 4 + 1)
+
+        estimator = TokenizerEstimator(encode, name="counting")
+        window = ContextWindow("openai_chat", max_tokens=4000, estimator=estimator)
+        previous: list[dict[str, Any]] = []
+        for history in session("openai_chat", 80):
+            priced.clear()
+            before = window.stats.compactions
+            window.prepare(history)
+            if window.stats.compactions == before:
+                fresh = history[len(previous) :]
+                texts = {m["content"] for m in fresh if isinstance(m.get("content"), str)}
+                assert {text for text in priced if text not in ("run", "{}")} <= texts
+            previous = history
+        assert window.stats.compactions >= 2
