@@ -59,6 +59,9 @@ from cutctx._core.values import TurnAction as TurnAction
 from cutctx._core.values import TurnReplacement as TurnReplacement
 from cutctx._loop.compact import CompactedMessages as CompactedMessages
 from cutctx._loop.compact import compact_messages as compact_messages
+from cutctx._loop.window import ContextWindow as ContextWindow
+from cutctx._loop.window import WindowStats as WindowStats
+from cutctx._policies.bounded import BoundedSummarizingPolicy as BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain as PolicyChain
 from cutctx._policies.chain import default_chain as default_chain
 from cutctx._policies.drop import DropOldestPolicy as DropOldestPolicy
@@ -73,6 +76,7 @@ __all__ = [
     "GROUP_ID_PREFIX",
     "SUMMARY_TURN_ID_PREFIX",
     "Action",
+    "BoundedSummarizingPolicy",
     "BudgetUnsatisfiable",
     "CharRatioEstimator",
     "CompactedMessages",
@@ -84,6 +88,7 @@ __all__ = [
     "CompactionPolicy",
     "CompactionRecord",
     "CompactionReport",
+    "ContextWindow",
     "DropOldestPolicy",
     "ObservationMaskingPolicy",
     "PlanTranscriptMismatch",
@@ -100,6 +105,7 @@ __all__ = [
     "TurnReplacement",
     "ValidationError",
     "Verification",
+    "WindowStats",
     "__version__",
     "compact_messages",
     "default_chain",

@@ -8,7 +8,6 @@ every policy keeps them.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -18,8 +17,8 @@ from cutctx._audit.records import CompactionRecord
 from cutctx._cli.inputs import CliError
 from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator
 from cutctx._core.executor import CompactionExecutor
-from cutctx._core.values import CompactionBudget, Role, Transcript
-from cutctx._loop.compact import _default_policy
+from cutctx._core.values import CompactionBudget, Transcript
+from cutctx._loop.compact import default_policy, pin_first
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
@@ -102,7 +101,7 @@ def build_policy(name: str, estimator: TokenEstimator) -> CompactionPolicy:
         return ObservationMaskingPolicy(estimator=estimator)
     if name == "drop":
         return DropOldestPolicy()
-    return _default_policy(estimator, summarize=False)
+    return default_policy(estimator, summarize=False)
 
 
 def rebuilt_policy(record: CompactionRecord, estimator: TokenEstimator) -> CompactionPolicy | None:
@@ -183,26 +182,3 @@ class Job:
             compacted.transcript, self.binding
         )
         return messages, compacted.report
-
-
-def pin_first(transcript: Transcript, binding: Binding[Any], keep_first: int) -> Transcript:
-    """Pin every turn of the first ``keep_first`` non-system messages (all of a split one)."""
-    if keep_first <= 0:
-        return transcript
-    chosen: list[int] = []
-    for turn in transcript.turns:
-        index = binding.parts[turn.turn_id].index
-        if turn.role is Role.SYSTEM or index < 0 or index in chosen:
-            continue
-        if len(chosen) == keep_first:
-            break
-        chosen.append(index)
-    keep = set(chosen)
-    return Transcript(
-        tuple(
-            dataclasses.replace(turn, pinned=True)
-            if binding.parts[turn.turn_id].index in keep and not turn.pinned
-            else turn
-            for turn in transcript.turns
-        )
-    )
