@@ -93,7 +93,7 @@ class TestPlan:
     ) -> None:
         path = write_json(tmp_path / "chat.json", chat_messages())
         page = tmp_path / "plan.html"
-        code, _, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--html", str(page))
+        code, _, _ = run(capsys, "plan", str(path), "--max-tokens", "480", "--html", str(page))
         text = page.read_text("utf-8")
         assert code == 0
         assert text.startswith("<!DOCTYPE html>")
@@ -121,8 +121,8 @@ class TestPlan:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         path = write_json(tmp_path / "chat.json", chat_messages())
-        _, without, _ = run(capsys, "plan", str(path), "--max-tokens", "700")
-        code, pinned, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--keep-first", "1")
+        _, without, _ = run(capsys, "plan", str(path), "--max-tokens", "480")
+        code, pinned, _ = run(capsys, "plan", str(path), "--max-tokens", "480", "--keep-first", "1")
         assert code == 0
         assert table_actions(without)[1] == "drop"
         assert table_actions(pinned)[1] == "keep"

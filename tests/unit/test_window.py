@@ -276,7 +276,12 @@ class TestSummaries:
 
         requests = asyncio.run(loop())
         assert calls >= 1
-        assert any(message["content"] == "done so far" for message in requests[-1])
+        assert any(
+            message["role"] == "user"
+            and message["content"].startswith("[Summary of earlier turns")
+            and message["content"].endswith("\n\ndone so far")
+            for message in requests[-1]
+        )
 
     def test_prepare_refuses_an_async_summarize(self) -> None:
         async def summarize(
