@@ -63,10 +63,12 @@ class TestObservationMaskingPolicy:
         assert policy.keep_recent_results == 2
         assert policy.placeholder == DEFAULT_PLACEHOLDER == "[tool result masked by cutctx]"
         assert policy.estimator == CharRatioEstimator(4.0)
+        assert (policy.exclude_tools, policy.min_reclaim) == ((), 0)
         assert repr(policy) == (
             "ObservationMaskingPolicy(keep_recent_results=2, "
             "placeholder='[tool result masked by cutctx]', "
-            "estimator=CharRatioEstimator(chars_per_token=4.0))"
+            "estimator=CharRatioEstimator(chars_per_token=4.0), "
+            "exclude_tools=(), min_reclaim=0)"
         )
 
     def test_stub_text_is_label_count_and_sha256_of_the_utf8_content(self) -> None:
