@@ -64,9 +64,9 @@ DOCUMENTED = {
     "SummaryMissing",
     "PlanTranscriptMismatch",
 }
-# Additions beyond SPEC §2 that are decided and documented elsewhere: the tokenizer wrapper is
-# always exported; the provider-format helper and its result type join with the formats edge.
-ADDED_ALWAYS = {"TokenizerEstimator"}
+# Additions beyond SPEC §2 that are decided and documented elsewhere: the tokenizer wrapper and
+# the priority policy (docs/policies.md) are always exported; the provider-format helper and its result type join with the formats edge.
+ADDED_ALWAYS = {"TokenizerEstimator", "PriorityPolicy"}
 ADDED_OPTIONALLY = {"compact_messages", "CompactedMessages"}
 
 
