@@ -65,7 +65,8 @@ DOCUMENTED = {
     "PlanTranscriptMismatch",
 }
 # Additions beyond SPEC §2 that are decided and documented elsewhere: the tokenizer wrapper and
-# the priority policy (docs/policies.md) are always exported; the provider-format helper and its result type join with the formats edge.
+# the priority policy (docs/policies.md) are always exported; the provider-format helper and
+# its result type join with the formats edge.
 ADDED_ALWAYS = {"TokenizerEstimator", "PriorityPolicy"}
 ADDED_OPTIONALLY = {"compact_messages", "CompactedMessages"}
 
