@@ -36,6 +36,8 @@ class Mask:
 
     keep_recent_results: int = 2
     placeholder: str = PLACEHOLDER
+    exclude_tools: tuple[str, ...] = ()
+    min_reclaim: int = 0
 
 
 @dataclass(frozen=True)
@@ -141,27 +143,39 @@ class Decision:
 
 
 def masking(transcript: Transcript, budget: CompactionBudget, rule: Mask) -> Decision:
-    """Mask old TOOL turns, oldest first, until the total fits (§5 Masking)."""
+    """Mask old TOOL turns, oldest first, until the total fits (§5 Masking) — and, with
+    ``min_reclaim``, until that much came back, or not at all if the eligible give less."""
     decision = Decision()
     total = sum(turn.token_estimate for turn in transcript.turns)
+    if total <= budget.max_tokens:
+        return decision
     tool_positions = [p for p, t in enumerate(transcript.turns) if t.role == Role.TOOL]
     # The floor counts every TOOL turn, untouchable or not: it never moves.
     protected_tools = set(tool_positions[max(0, len(tool_positions) - rule.keep_recent_results) :])
+    eligible: list[tuple[TranscriptTurn, str, int]] = []
     for p in tool_positions:
-        if total <= budget.max_tokens:
-            break
         turn = transcript.turns[p]
         if p in protected_tools or is_untouchable(transcript, budget, p):
             continue
         if turn.metadata.get("cutctx.kind") == "masked":
             continue
+        if turn.metadata.get("cutctx.tool_name") in rule.exclude_tools:
+            continue
         stub = stub_text(rule.placeholder, turn)
         cost = math.ceil(len(stub) / CHARS_PER_TOKEN)
         if cost >= turn.token_estimate:
             continue
+        eligible.append((turn, stub, cost))
+    if sum(turn.token_estimate - cost for turn, _, cost in eligible) < rule.min_reclaim:
+        return decision
+    reclaimed = 0
+    for turn, stub, cost in eligible:
+        if total <= budget.max_tokens and reclaimed >= rule.min_reclaim:
+            break
         decision.masks[turn.turn_id] = (stub, cost)
         decision.ratio = CHARS_PER_TOKEN
         total = total - turn.token_estimate + cost
+        reclaimed += turn.token_estimate - cost
     return decision
 
 

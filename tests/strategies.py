@@ -122,3 +122,19 @@ def prioritized_agent_cases(
             )
     transcript = Transcript(tuple(turns))
     return transcript, draw(budgets(transcript))
+
+
+TOOL_NAMES = ("search", "memory", "shell")
+
+
+@st.composite
+def named_tool_cases(draw: st.DrawFn, max_turns: int = 24) -> tuple[Transcript, CompactionBudget]:
+    """A case whose tool results mostly name their tool (``cutctx.tool_name``), as the formats
+    record it; some name none."""
+    transcript, budget = draw(cases(max_turns))
+    turns = []
+    for original in transcript.turns:
+        name = draw(st.none() | st.sampled_from(TOOL_NAMES)) if original.role is Role.TOOL else None
+        metadata = {**original.metadata, "cutctx.tool_name": str(name)}
+        turns.append(original if name is None else dataclasses.replace(original, metadata=metadata))
+    return Transcript(tuple(turns)), budget
