@@ -20,6 +20,7 @@ from cutctx._core.values import CompactionBudget
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
+from cutctx._policies.priority import PRIORITY_METADATA, PriorityPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
 from cutctx.formats._common import Pricer
@@ -30,9 +31,15 @@ if TYPE_CHECKING:
     from cutctx._core.plan import CompactionPlan
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactionReport
-    from cutctx._core.values import SummarizationRequest, TranscriptTurn
+    from cutctx._core.values import SummarizationRequest, Transcript, TranscriptTurn
 
-__all__ = ["SUMMARY_PROMPT_ID", "CompactedMessages", "compact_messages"]
+__all__ = [
+    "SUMMARY_PROMPT_ID",
+    "CompactedMessages",
+    "compact_messages",
+    "default_policy",
+    "is_prioritized",
+]
 
 SUMMARY_PROMPT_ID: Final = "cutctx.summary"
 """The ``prompt_id`` of every request the default chain plans when ``summarize`` is given."""
@@ -66,6 +73,8 @@ def compact_messages(
     summarize: Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str] | None = None,
     estimator: TokenEstimator | None = None,
     protected_recent_turns: int = 4,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> CompactedMessages:
     """Compact provider ``messages`` to ``max_tokens`` and return them in the same format.
 
@@ -76,6 +85,12 @@ def compact_messages(
     plan and apply. ``estimator`` prices everything (``CharRatioEstimator()`` by default); a
     plan that fits means the returned messages fit, counted by the format's ``count_tokens``
     with the same estimator.
+
+    A message's ``"sticky": true`` (or a true ``pin(index, message)``) makes it untouchable and
+    its ``"priority": n`` (or ``priority(index, message)``) sets its priority; neither key is
+    sent on. When any message has a priority, the default policy is
+    ``PriorityPolicy(mask_results=True)`` (lowest priority shed first, results masked before
+    their exchanges are dropped) and nothing is summarized.
 
     >>> done = compact_messages([{"role": "user", "content": "hi"}], max_tokens=10,
     ...                         format="openai_chat")
@@ -88,6 +103,9 @@ def compact_messages(
             that the messages would exceed a budget the plan meets.
         BudgetUnsatisfiable: if the untouchable messages alone exceed ``max_tokens``.
         SummaryMissing: if ``policy`` plans a summary and no ``summarize`` was given.
+
+    .. versionchanged:: 0.1.0
+       ``sticky`` and ``priority`` keys, the ``priority`` and ``pin`` callables, priority mode.
     """
     module = _module(format)
     if summarize is not None and not callable(summarize):
@@ -101,10 +119,14 @@ def compact_messages(
             details={"field": "policy"},
         )
     chosen: TokenEstimator = CharRatioEstimator() if estimator is None else estimator
-    transcript, binding = module.to_transcript(messages, estimator=chosen, system=system)
+    transcript, binding = module.to_transcript(
+        messages, estimator=chosen, system=system, priority=priority, pin=pin
+    )
     budget = CompactionBudget(max_tokens, protected_recent_turns)
     if policy is None:
-        policy = _default_policy(chosen, summarize=summarize is not None)
+        policy = default_policy(
+            chosen, summarize=summarize is not None, prioritized=is_prioritized(transcript)
+        )
     plan = policy.decide(transcript, budget)
     summaries: dict[str, str] = {}
     if summarize is not None and plan.summarization_requests:
@@ -136,12 +158,22 @@ def _module(format: object) -> ModuleType:
     )
 
 
-def _default_policy(estimator: TokenEstimator, *, summarize: bool) -> PolicyChain:
-    """Return masking then drop-oldest, or with a summarizer the full default chain.
+def is_prioritized(transcript: Transcript) -> bool:
+    """Whether any turn of ``transcript`` has a priority (``cutctx.priority``): priority mode."""
+    return any(PRIORITY_METADATA in turn.metadata for turn in transcript.turns)
 
-    The masking member prices stubs with the same estimator as the messages: the budget
-    guarantee needs it.
+
+def default_policy(
+    estimator: TokenEstimator, *, summarize: bool, prioritized: bool = False
+) -> CompactionPolicy:
+    """Return the policy to shed with when the caller names none.
+
+    In priority mode ``PriorityPolicy(mask_results=True)``, which plans no summary; otherwise
+    masking then drop-oldest, or with a summarizer the full default chain. Stubs are priced
+    with the same estimator as the messages: the budget guarantee needs it.
     """
+    if prioritized:
+        return PriorityPolicy(mask_results=True, estimator=estimator)
     masking = ObservationMaskingPolicy(estimator=estimator)
     if summarize:
         return PolicyChain((masking, SummarizingPolicy(SUMMARY_PROMPT_ID), DropOldestPolicy()))

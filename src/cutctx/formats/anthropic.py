@@ -41,6 +41,7 @@ from cutctx.formats._common import (
     fail,
     image_size,
     joined,
+    read_marks,
     render_content,
     stub_content,
     system_text,
@@ -49,7 +50,7 @@ from cutctx.formats._common import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
@@ -86,16 +87,26 @@ def to_transcript(
     *,
     estimator: TokenEstimator | None = None,
     system: str | list[dict[str, Any]] | None = None,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> tuple[Transcript, Binding]:
     """Map a Messages API conversation (and its top-level ``system``) onto a transcript.
+
+    A message's ``"sticky": true`` (or a true ``pin(index, message)``) pins its turns and its
+    ``"priority": n`` (or ``priority(index, message)``) becomes their ``cutctx.priority``;
+    neither key is sent on. Each ``tool_result``'s turn names its ``tool_use``'s tool in
+    ``cutctx.tool_name``.
 
     Raises:
         ValidationError: naming the message ``index`` in ``details`` for a non-list, a message
             that is not an object, an unknown role, a conversation that does not open with a
             user message or does not alternate, a ``tool_result`` whose ``tool_use`` is not in
             the message before it, a ``tool_use`` left unanswered, or a field of the wrong type.
+
+    .. versionchanged:: 0.1.0
+       ``sticky`` and ``priority`` keys, the ``priority`` and ``pin`` callables, tool names.
     """
-    transcript, binding, _ = _scan(messages, estimator, system)
+    transcript, binding, _ = _scan(messages, estimator, system, priority, pin)
     return transcript, binding
 
 
@@ -158,7 +169,13 @@ def count_tokens(
     return transcript.token_estimate() - reserved
 
 
-def _scan(messages: object, estimator: object, system: object) -> tuple[Transcript, Binding, int]:
+def _scan(
+    messages: object,
+    estimator: object,
+    system: object,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
+) -> tuple[Transcript, Binding, int]:
     """Build the transcript and binding; also return the tokens reserved for fillers."""
     pricer = Pricer.of(FORMAT, estimator)
     items = check_messages(FORMAT, messages)
@@ -170,6 +187,8 @@ def _scan(messages: object, estimator: object, system: object) -> tuple[Transcri
     turns: list[TranscriptTurn] = [turn]
     parts: dict[str, Part] = {turn.turn_id: Part(turn, -1, None, maskable=False, siblings=1)}
     pending: list[str] = []
+    names: dict[str, str] = {}  # the open tool_use blocks' tool names, by id
+    tool_names: dict[str, str] = {}
     opener, key = -1, ""
     previous: str | None = None
     for index, message in enumerate(items):
@@ -189,18 +208,20 @@ def _scan(messages: object, estimator: object, system: object) -> tuple[Transcri
         turn_id = f"m{index}"
         content = message.get("content")
         if role == "assistant":
-            text, cost, ids, thinking = _assistant(pricer, index, content)
+            text, cost, names, thinking = _assistant(pricer, index, content)
             if thinking:
                 cost += reserve
                 reserved += reserve
             turn = TranscriptTurn(
-                turn_id, Role.ASSISTANT, text, pricer.framing + cost, turn_id if ids else None
+                turn_id, Role.ASSISTANT, text, pricer.framing + cost, turn_id if names else None
             )
             turns.append(turn)
             parts[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
-            pending, opener, key = ids, index, turn_id
+            pending, opener, key = list(names), index, turn_id
             continue
         answered = _user(pricer, index, content, turn_id, key if pending else None, turns, parts)
+        for call_id, result_id in answered.items():
+            tool_names[result_id] = names[call_id]
         missing = [call_id for call_id in pending if call_id not in answered]
         if missing:
             raise fail(
@@ -217,7 +238,8 @@ def _scan(messages: object, estimator: object, system: object) -> tuple[Transcri
             f"tool_use {pending[0]!r:.60} has no tool_result in the next message",
             tool_use_ids=pending[:10],
         )
-    binding = Binding(FORMAT, items, system, parts, pricer.estimator)
+    sent = read_marks(FORMAT, items, turns, parts, tool_names, priority=priority, pin=pin)
+    binding = Binding(FORMAT, sent, system, parts, pricer.estimator)
     return Transcript(tuple(turns)), binding, reserved
 
 
@@ -229,16 +251,16 @@ def _user(  # noqa: PLR0917 - one private call site
     key: str | None,
     turns: list[TranscriptTurn],
     parts: dict[str, Part],
-) -> set[str]:
-    """Add the turns of user message ``index``; return the tool_use ids it answers."""
+) -> dict[str, str]:
+    """Add the turns of user message ``index``; return the ids it answers, to their turns' ids."""
     if not isinstance(content, list | tuple):
         text, cost = _blocks(pricer, index, content, "content")
         turn = TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost)
         turns.append(turn)
         parts[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
-        return set()
-    results: list[tuple[int, str, int]] = []
-    answered: set[str] = set()
+        return {}
+    results: list[tuple[int, str, str, int]] = []
+    answered: dict[str, str] = {}
     rest: list[int] = []
     for position, value in enumerate(content):
         where = f"content[{position}]"
@@ -255,9 +277,9 @@ def _user(  # noqa: PLR0917 - one private call site
                 "it (or answers it twice)",
                 tool_use_id=call_id,
             )
-        answered.add(call_id)
         text, cost = _blocks(pricer, index, block.get("content"), f"{where}.content")
-        results.append((position, text, cost))
+        answered[call_id] = turn_id if not results else f"{turn_id}.{position}"
+        results.append((position, call_id, text, cost))
     if not results:
         text, cost = _blocks(pricer, index, content, "content")
         turn = TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost)
@@ -265,8 +287,8 @@ def _user(  # noqa: PLR0917 - one private call site
         parts[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
         return answered
     siblings = len(results) + (1 if rest else 0)
-    for number, (position, text, cost) in enumerate(results):
-        part_id = turn_id if number == 0 else f"{turn_id}.{position}"
+    for number, (position, call_id, text, cost) in enumerate(results):
+        part_id = answered[call_id]
         framing = pricer.framing if number == 0 else 0
         turn = TranscriptTurn(part_id, Role.TOOL, text, framing + cost, key)
         turns.append(turn)
@@ -286,10 +308,12 @@ def _user(  # noqa: PLR0917 - one private call site
     return answered
 
 
-def _assistant(pricer: Pricer, index: int, content: object) -> tuple[str, int, list[str], bool]:
-    """Render and price an assistant message; return its tool_use ids and whether it thinks."""
+def _assistant(
+    pricer: Pricer, index: int, content: object
+) -> tuple[str, int, dict[str, str], bool]:
+    """Render and price an assistant message; return its tool names by tool_use id, thinking."""
     text, cost = _blocks(pricer, index, content, "content")
-    ids: list[str] = []
+    ids: dict[str, str] = {}
     thinking = False
     if isinstance(content, list | tuple):
         for position, block in enumerate(content):
@@ -299,7 +323,7 @@ def _assistant(pricer: Pricer, index: int, content: object) -> tuple[str, int, l
                 call_id = text_field(FORMAT, index, block.get("id"), where)
                 if call_id in ids:
                     raise fail(FORMAT, index, f"{where} repeats the tool_use id {call_id!r:.60}")
-                ids.append(call_id)
+                ids[call_id] = block["name"]  # a string: _blocks checked it
             elif kind in _THINKING:
                 thinking = True
     return text, cost, ids, thinking

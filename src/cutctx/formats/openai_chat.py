@@ -30,6 +30,7 @@ from cutctx.formats._common import (
     fail,
     joined,
     openai_image_tokens,
+    read_marks,
     render_content,
     stub_content,
     system_text,
@@ -38,6 +39,8 @@ from cutctx.formats._common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
 
@@ -59,16 +62,24 @@ def to_transcript(
     *,
     estimator: TokenEstimator | None = None,
     system: str | list[dict[str, Any]] | None = None,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> tuple[Transcript, Binding]:
     """Map Chat Completions ``messages`` onto a transcript and the binding to map it back.
 
     ``system``, if given, is request-level text kept outside the list: a pinned turn that is
-    priced but never emitted (``binding.system`` returns it unchanged).
+    priced but never emitted (``binding.system`` returns it unchanged). A message's
+    ``"sticky": true`` (or a true ``pin(index, message)``) pins its turn and its
+    ``"priority": n`` (or ``priority(index, message)``) becomes the turn's ``cutctx.priority``;
+    neither key is sent on. A tool message's turn names its tool in ``cutctx.tool_name``.
 
     Raises:
         ValidationError: naming the message ``index`` in ``details`` for a non-list, a message
             that is not an object, an unknown role, a tool message whose call is missing, a
             tool call without its answer, or a field of the wrong type.
+
+    .. versionchanged:: 0.1.0
+       ``sticky`` and ``priority`` keys, the ``priority`` and ``pin`` callables, tool names.
     """
     pricer = Pricer.of(FORMAT, estimator)
     items = check_messages(FORMAT, messages)
@@ -80,6 +91,8 @@ def to_transcript(
         turns.append(turn)
         parts[turn.turn_id] = Part(turn, -1, None, maskable=False, siblings=1)
     pending: set[str] = set()
+    names: dict[str, str] = {}  # the open calls' tool names, by call id
+    tool_names: dict[str, str] = {}
     opener, key = -1, ""
     for index, message in enumerate(items):
         role = message.get("role")
@@ -102,16 +115,17 @@ def to_transcript(
                     call_id=call_id,
                 )
             pending.discard(call_id)
+            tool_names[turn_id] = names[call_id]
             call_key = key
         else:
             texts = [text] if text else []
             cost += _optional_text(pricer, index, message, "name", texts=None)
             if kind is Role.ASSISTANT:
                 cost += _optional_text(pricer, index, message, "refusal", texts=texts)
-                ids, call_cost = _calls(pricer, index, message.get("tool_calls"), texts)
+                names, call_cost = _calls(pricer, index, message.get("tool_calls"), texts)
                 cost += call_cost
-                if ids:
-                    pending, opener, key = set(ids), index, turn_id
+                if names:
+                    pending, opener, key = set(names), index, turn_id
                     call_key = turn_id
             text = joined(texts)
         turn = TranscriptTurn(turn_id, kind, text, pricer.framing + cost, call_key)
@@ -119,7 +133,8 @@ def to_transcript(
         parts[turn_id] = Part(turn, index, None, maskable=kind is Role.TOOL, siblings=1)
     if pending:
         raise _unanswered(opener, pending)
-    return Transcript(tuple(turns)), Binding(FORMAT, items, system, parts, pricer.estimator)
+    sent = read_marks(FORMAT, items, turns, parts, tool_names, priority=priority, pin=pin)
+    return Transcript(tuple(turns)), Binding(FORMAT, sent, system, parts, pricer.estimator)
 
 
 def from_transcript(
@@ -222,13 +237,18 @@ def _part(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, i
     raise fail(FORMAT, index, f"{where} has no string type")
 
 
-def _calls(pricer: Pricer, index: int, calls: object, texts: list[str]) -> tuple[list[str], int]:
-    """Read and price an assistant message's ``tool_calls``: framing, name and arguments each."""
+def _calls(
+    pricer: Pricer, index: int, calls: object, texts: list[str]
+) -> tuple[dict[str, str], int]:
+    """Read and price an assistant message's ``tool_calls``: framing, name and arguments each.
+
+    Returns each call's tool name by its id, in order, and the price.
+    """
     if calls is None:
-        return [], 0
+        return {}, 0
     if not isinstance(calls, list | tuple):
         raise fail(FORMAT, index, f"tool_calls must be a list, got {type(calls).__name__}")
-    ids: list[str] = []
+    ids: dict[str, str] = {}
     cost = 0
     for position, value in enumerate(calls):
         where = f"tool_calls[{position}]"
@@ -247,7 +267,7 @@ def _calls(pricer: Pricer, index: int, calls: object, texts: list[str]) -> tuple
             raise fail(FORMAT, index, f"{where} has unknown type {kind!r:.40}")
         name = text_field(FORMAT, index, body.get("name"), f"{where}.{kind}.name")
         arguments = text_field(FORMAT, index, body.get(argument), f"{where}.{kind}.{argument}")
-        ids.append(call_id)
+        ids[call_id] = name
         cost += pricer.framing + pricer.text(name) + pricer.text(arguments)
         texts.append(f"[tool call {name} {arguments}]")
     return ids, cost

@@ -32,6 +32,7 @@ from cutctx.formats._common import (
     fail,
     joined,
     openai_image_tokens,
+    read_marks,
     render_content,
     stub_content,
     system_text,
@@ -40,6 +41,8 @@ from cutctx.formats._common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
 
@@ -65,16 +68,24 @@ def to_transcript(
     *,
     estimator: TokenEstimator | None = None,
     system: str | list[dict[str, Any]] | None = None,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> tuple[Transcript, Binding]:
     """Map Responses API input items onto a transcript and the binding to map it back.
 
     ``system``, if given, stands for the request's ``instructions``: a pinned turn that is
-    priced but never emitted (``binding.system`` returns it unchanged).
+    priced but never emitted (``binding.system`` returns it unchanged). An item's
+    ``"sticky": true`` (or a true ``pin(index, item)``) pins its turn and its ``"priority": n``
+    (or ``priority(index, item)``) becomes the turn's ``cutctx.priority``; neither key is sent
+    on. An output's turn names its call's tool in ``cutctx.tool_name``.
 
     Raises:
         ValidationError: naming the item ``index`` in ``details`` for a non-list, an item that
             is not an object, an unknown role or item type, an output whose call is missing or
             comes before it, a call without its output, or a field of the wrong type.
+
+    .. versionchanged:: 0.1.0
+       ``sticky`` and ``priority`` keys, the ``priority`` and ``pin`` callables, tool names.
     """
     pricer = Pricer.of(FORMAT, estimator)
     items = check_messages(FORMAT, messages)
@@ -93,19 +104,22 @@ def to_transcript(
         turn = TranscriptTurn(f"m{index}", role, text, pricer.framing + cost, scan.keys[index])
         turns.append(turn)
         parts[turn.turn_id] = Part(turn, index, None, maskable=role is Role.TOOL, siblings=1)
-    return Transcript(tuple(turns)), Binding(FORMAT, items, system, parts, pricer.estimator)
+    sent = read_marks(FORMAT, items, turns, parts, scan.tool_names, priority=priority, pin=pin)
+    return Transcript(tuple(turns)), Binding(FORMAT, sent, system, parts, pricer.estimator)
 
 
 class _Scan:
     """Reads items in order, pairing calls with outputs and reasoning with what follows it."""
 
-    __slots__ = ("answered", "batch", "calls", "keys", "pricer", "rows", "waiting")
+    __slots__ = ("answered", "batch", "calls", "keys", "pricer", "rows", "tool_names", "waiting")
 
     def __init__(self, pricer: Pricer) -> None:
         self.pricer = pricer
         self.rows: list[tuple[Role, str, int]] = []
         self.keys: list[str | None] = []
-        self.calls: dict[str, tuple[str, str, int]] = {}  # call_id -> (key, call type, index)
+        # call_id -> (key, call type, index, tool name)
+        self.calls: dict[str, tuple[str, str, int, str]] = {}
+        self.tool_names: dict[str, str] = {}  # an output's turn id -> its call's tool name
         self.answered: set[str] = set()
         self.waiting: list[int] = []  # reasoning items waiting for the item they precede
         self.batch: str | None = None  # the key of the current run of calls
@@ -148,7 +162,7 @@ class _Scan:
         argument = _CALLS[kind]
         arguments = text_field(FORMAT, index, item.get(argument), argument)
         self.batch = self.batch or first
-        self.calls[call_id] = (self.batch, kind, index)
+        self.calls[call_id] = (self.batch, kind, index, name)
         pricer = self.pricer
         return f"[tool call {name} {arguments}]", pricer.text(name) + pricer.text(arguments)
 
@@ -164,6 +178,7 @@ class _Scan:
                 call_id=call_id,
             )
         self.answered.add(call_id)
+        self.tool_names[f"m{index}"] = call[3]
         self.batch = None
         return call[0]
 
@@ -172,7 +187,7 @@ class _Scan:
         if len(self.waiting) > 1:
             for position in self.waiting:
                 self.keys[position] = f"m{self.waiting[0]}"
-        for call_id, (_, _, index) in self.calls.items():
+        for call_id, (_, _, index, _) in self.calls.items():
             if call_id not in self.answered:
                 raise fail(
                     FORMAT, index, f"call_id {call_id!r:.60} has no output item", call_id=call_id
