@@ -11,7 +11,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from baseaicore import SuiteError
+from baseaicore import SuiteError, sha256_of
 
 from cutctx import (
     SUMMARY_TURN_ID_PREFIX,
@@ -76,7 +76,20 @@ def main() -> int:
         "deciding again gives the same plan hash",
         lambda: policy.decide(transcript, budget).plan_hash() == plan.plan_hash(),
     )
-    claim("the plan is canonical JSON", lambda: json.loads(plan.to_json()) == plan.to_dict())
+    claim(
+        "the plan is canonical JSON, and its hash is that text's SHA-256",
+        lambda: (
+            json.loads(plan.canonical_json()) == plan.to_dict()
+            and plan.plan_hash() == hashlib.sha256(plan.canonical_json().encode()).hexdigest()
+        ),
+    )
+    claim(
+        "the summary group is named by 0.1's digest of its turn ids",
+        lambda: (
+            plan.summarization_requests[0].group_id
+            == "span-" + sha256_of("\0".join(plan.summarization_requests[0].turn_ids))[:16]
+        ),
+    )
 
     def refuses_without_summary() -> bool:
         try:
@@ -118,7 +131,11 @@ def main() -> int:
         "system, pinned and protected turns are kept",
         lambda: {"sys", "task", "u5", "answer", "t5"} <= set(view.turn_ids()),
     )
-    summary_id = SUMMARY_TURN_ID_PREFIX + request.group_id
+    summary_id = request.summary_turn_id
+    claim(
+        "the summary turn's id is the prefix and the group id",
+        lambda: summary_id == SUMMARY_TURN_ID_PREFIX + request.group_id,
+    )
     claim(
         "the summary turn carries the text verbatim",
         lambda: (
@@ -176,7 +193,7 @@ def main() -> int:
     def stubs_leak_nothing() -> bool:
         return bool(stubs) and all(
             "compiler output" not in stub.content
-            and hashlib.sha256(originals[stub.turn_id].content.encode()).hexdigest() in stub.content
+            and sha256_of(originals[stub.turn_id].content) in stub.content
             for stub in stubs
         )
 

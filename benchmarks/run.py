@@ -1,4 +1,4 @@
-"""Benchmark cutctx against SPEC §6: plan, each policy, apply, the hashing floor and memory.
+"""Benchmark cutctx against its targets: plan, each policy, apply, the hashing floor and memory.
 
 Run ``python benchmarks/run.py`` (standard library plus cutctx only). It builds deterministic
 agent transcripts — a system prompt, a pinned task, then mostly assistant tool calls with bulky
@@ -11,8 +11,9 @@ tool results of mixed sizes (200 B to 64 kB), some multi-call exchanges and some
 * each policy alone under the deep budget;
 * ``apply`` of each budget's chain plan (its ``plan_hash`` included: each run applies a fresh
   plan);
-* the *floor* of each plan: SHA-256 of exactly the bodies that plan masks (UTF-8 encoded, as the
-  stub's digest is), plus one trivial Python pass over the turns.
+* the *floor* of each plan: SHA-256 of exactly the bodies that plan masks, each written as a JSON
+  string and UTF-8 encoded whole (``json.dumps(body, ensure_ascii=False)``, as the stub's digest
+  is defined), plus one trivial Python pass over the turns.
 
 It also records the peak extra memory (``tracemalloc``) while the chain plans, relative to the
 transcript's text size (the sum of ``len(content)`` over its turns; every body is ASCII, so that
@@ -172,17 +173,24 @@ def text_size(transcript: Transcript) -> int:
 
 
 def floor_work(transcript: Transcript, plan: CompactionPlan) -> Callable[[], object]:
-    """Return the floor of ``plan``: SHA-256 of the bodies it masks plus one pass over turns."""
+    """Return the floor of ``plan``: the stub digests of the bodies it masks, plus one pass.
+
+    Each digest is computed the plain way, whole: SHA-256 of ``json.dumps(body,
+    ensure_ascii=False)`` as UTF-8.
+    """
     turns = transcript.turns
     masked = [
         turns[index].content
         for index, action in enumerate(plan.actions)
         if action.action is Action.MASK
     ]
-    sha256 = hashlib.sha256
+    sha256, dumps = hashlib.sha256, json.dumps
 
     def work() -> object:
-        digests = [sha256(content.encode("utf-8")).hexdigest() for content in masked]
+        digests = [
+            sha256(dumps(content, ensure_ascii=False).encode("utf-8")).hexdigest()
+            for content in masked
+        ]
         total = 0
         for turn in turns:
             total += turn.token_estimate
@@ -489,8 +497,11 @@ def table(rows: list[Row]) -> str:
 
 
 def targets(rows: list[Row], infos: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
-    """Check SPEC §6 on the sizes measured: (target, measured, met), met ``None`` where the
-    target does not apply (a plan that masks nothing has no hashing floor to compare with)."""
+    """Check the performance targets on the sizes measured: (target, measured, met).
+
+    ``met`` is ``None`` where the target does not apply (a plan that masks nothing has no
+    hashing floor to compare with).
+    """
     by = {(row.size, row.measure): row for row in rows}
     checks: list[tuple[str, str, bool | None]] = []
     chain_rows = tuple(f"default_chain plan ({name})" for name in BUDGETS)
@@ -556,7 +567,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--smoke", action="store_true", help="tiny sizes, two samples: does it run?"
     )
-    parser.add_argument("--check", action="store_true", help="exit 1 if a SPEC §6 target is missed")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if a performance target is missed"
+    )
     args = parser.parse_args(argv)
     sizes = args.sizes or (list(SMOKE_SIZES) if args.smoke else list(SIZES))
     repeat = args.repeat or (2 if args.smoke else 5)
@@ -590,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
             )
     if checks:
         print()
-        print("| SPEC §6 target | measured | met |")
+        print("| target | measured | met |")
         print("|---|---:|---|")
         for target, measured, met in checks:
             verdict = "n/a" if met is None else "yes" if met else "NO"

@@ -1,5 +1,5 @@
-"""What the contract (SPEC §2) fixes, stated once for the tests that check it: the report's field
-names, and the public constructor's way of making a plan from another plan's fields."""
+"""What the contract fixes, stated once for the tests that check it: the plan's and the report's
+field names, and the public constructor's way of making a plan from another plan's fields."""
 
 from __future__ import annotations
 
@@ -9,6 +9,18 @@ from cutctx import CompactionPlan
 
 if TYPE_CHECKING:
     from cutctx import CompactionBudget, Transcript
+
+PLAN_FIELDS: tuple[str, ...] = (
+    "actions",
+    "summarization_requests",
+    "tokens_before",
+    "tokens_after_estimate",
+    "policy_name",
+    "policy_version",
+    "estimator_ratio",
+    "budget_unmet",
+)
+"""The fields of ``CompactionPlan`` in their declared order (all keyword-only, as in 0.1)."""
 
 REPORT_FIELDS: tuple[str, ...] = (
     "plan_hash",
@@ -26,7 +38,7 @@ REPORT_FIELDS: tuple[str, ...] = (
     "dropped_turn_ids",
     "summary_turn_ids",
 )
-"""The fields of ``CompactionReport`` in their positional order, and the keys of its dict."""
+"""The fields of ``CompactionReport`` in their declared order, and the keys of its dict."""
 
 
 def rebuilt(
@@ -34,14 +46,14 @@ def rebuilt(
 ) -> CompactionPlan:
     """Return the plan ``CompactionPlan(...)`` makes from ``plan``'s fields (its actions read)."""
     return CompactionPlan(
-        plan.actions,
-        plan.summarization_requests,
-        plan.tokens_before,
-        plan.tokens_after_estimate,
-        plan.policy_name,
-        plan.policy_version,
-        plan.estimator_ratio,
-        plan.budget_unmet,
+        actions=plan.actions,
+        summarization_requests=plan.summarization_requests,
+        tokens_before=plan.tokens_before,
+        tokens_after_estimate=plan.tokens_after_estimate,
+        policy_name=plan.policy_name,
+        policy_version=plan.policy_version,
+        estimator_ratio=plan.estimator_ratio,
+        budget_unmet=plan.budget_unmet,
         transcript=transcript,
         budget=budget,
         estimator_name=plan.estimator_name,

@@ -3,7 +3,7 @@
 For every policy in ``tests.golden_cases.POLICIES``, every named case and each of its budgets it
 records, under ``tests/goldens/<policy name>@<version>/``:
 
-- ``<case>__<budget>.plan.json`` — ``plan.to_json()``, the canonical form the plan hash covers;
+- ``<case>__<budget>.plan.json`` — ``plan.canonical_json()``, the text the plan hash covers;
 - ``<case>__<budget>.report.json`` — the canonical JSON of ``report.to_dict()`` after applying the
   plan with the summaries ``"summary of <n> turns"``;
 - ``<case>__<budget>.error.json`` instead of both, when the budget is unsatisfiable: the error's
@@ -55,7 +55,7 @@ def expected_files() -> dict[str, str]:
                     for request in plan.summarization_requests
                 }
                 report = executor.apply(transcript, plan, summaries).report
-                files[f"{stem}.plan.json"] = plan.to_json() + "\n"
+                files[f"{stem}.plan.json"] = plan.canonical_json() + "\n"
                 files[f"{stem}.report.json"] = canonical(report.to_dict()) + "\n"
     return files
 

@@ -1,7 +1,7 @@
 """Independent oracles: each policy's rule restated as a small, obviously-correct loop.
 
 Nothing here imports cutctx's private modules or reuses its algorithms: every rule is written
-again from SPEC §3 and §5 (and the decisions in docs/policies.md), as plainly as possible, and
+again from the rules in docs/policies.md and docs/design.md, as plainly as possible, and
 returns the plan it expects in the shape of ``CompactionPlan.to_dict()``. ``None`` means "no
 plan may exist" (the untouchable set is over budget).
 
@@ -13,6 +13,7 @@ min_span_turns)``, ``Drop()`` and ``Priority(mask_results, keep_recent_results, 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,7 +68,7 @@ Rule = Mask | Summarize | Drop | Priority
 
 
 def rule_name(rule: Rule) -> str:
-    """The §5 name of a rule's policy (``priority`` for the priority rule)."""
+    """The published name of a rule's policy (``priority`` for the priority rule)."""
     if isinstance(rule, Mask):
         return "observation_masking"
     if isinstance(rule, Summarize):
@@ -78,7 +79,7 @@ def rule_name(rule: Rule) -> str:
 
 
 def chain_name(rules: list[Rule]) -> str:
-    """The §5 name of a chain of rules (every built-in version is 1.0.0)."""
+    """The published name of a chain of rules (every built-in version is 1.0.0)."""
     return "chain(" + "+".join(rule_name(rule) + "@1.0.0" for rule in rules) + ")"
 
 
@@ -115,14 +116,24 @@ def untouchable_total(transcript: Transcript, budget: CompactionBudget) -> int:
     )
 
 
+def json_digest(text: str) -> str:
+    """0.1's digest of a text: SHA-256 of ``json.dumps(text, ensure_ascii=False)`` as UTF-8.
+
+    The whole text at once (cutctx hashes slices). A lone surrogate, which UTF-8 cannot encode,
+    is written as the escape ``json.dumps`` gives it (``\\udXXX``): the documented rule.
+    """
+    encoded = json.dumps(text, ensure_ascii=False).encode("utf-8", "backslashreplace")
+    return hashlib.sha256(encoded).hexdigest()
+
+
 def digest_group(turn_ids: list[str]) -> str:
-    """``span-`` and 16 hex digits of SHA-256 over the NUL-joined turn ids."""
-    return "span-" + hashlib.sha256("\x00".join(turn_ids).encode()).hexdigest()[:16]
+    """``span-`` and the first 16 hex digits of the digest of the NUL-joined turn ids."""
+    return "span-" + json_digest("\x00".join(turn_ids))[:16]
 
 
 def stub_text(placeholder: str, turn: TranscriptTurn) -> str:
-    """The §5 stub text of a masked turn."""
-    digest = hashlib.sha256(turn.content.encode("utf-8")).hexdigest()
+    """The stub text of a masked turn: label, the original's estimate and its digest."""
+    digest = json_digest(turn.content)
     return (
         placeholder + " (original: " + str(turn.token_estimate) + " tokens, sha256:" + digest + ")"
     )
@@ -143,8 +154,8 @@ class Decision:
 
 
 def masking(transcript: Transcript, budget: CompactionBudget, rule: Mask) -> Decision:
-    """Mask old TOOL turns, oldest first, until the total fits (§5 Masking) — and, with
-    ``min_reclaim``, until that much came back, or not at all if the eligible give less."""
+    """Mask old TOOL turns, oldest first, until the total fits — and, with ``min_reclaim``,
+    until that much came back, or not at all if the eligible results give less."""
     decision = Decision()
     total = sum(turn.token_estimate for turn in transcript.turns)
     if total <= budget.max_tokens:
@@ -180,18 +191,27 @@ def masking(transcript: Transcript, budget: CompactionBudget, rule: Mask) -> Dec
 
 
 def summarizing(transcript: Transcript, budget: CompactionBudget, rule: Summarize) -> Decision:
-    """Fold the oldest piece of whole removable exchanges (§5 Summarizing)."""
+    """Fold the oldest piece of whole removable exchanges."""
     decision = Decision()
     turns = transcript.turns
     if sum(turn.token_estimate for turn in turns) <= budget.max_tokens:
         return decision
     pieces = whole_pieces(transcript, removable_runs(transcript, budget))
-    long_enough = [piece for piece in pieces if len(piece) >= rule.min_span_turns]
-    if not long_enough:
+
+    def target_of(piece: list[int]) -> int:
+        return max(1, round(sum(turns[p].token_estimate for p in piece) * rule.target_ratio))
+
+    # A piece is taken only if long enough and its summary would be smaller than it is.
+    qualifying = [
+        piece
+        for piece in pieces
+        if len(piece) >= rule.min_span_turns
+        and target_of(piece) < sum(turns[p].token_estimate for p in piece)
+    ]
+    if not qualifying:
         return decision
-    span = min(long_enough, key=lambda piece: piece[0])
-    span_tokens = sum(turns[p].token_estimate for p in span)
-    target = max(1, round(span_tokens * rule.target_ratio))
+    span = min(qualifying, key=lambda piece: piece[0])
+    target = target_of(span)
     decision.groups.append(([turns[p].turn_id for p in span], target, rule.prompt_id))
     return decision
 
@@ -230,7 +250,7 @@ def whole_pieces(transcript: Transcript, pieces: list[list[int]]) -> list[list[i
 
 
 def dropping(transcript: Transcript, budget: CompactionBudget) -> Decision:
-    """Drop whole removable exchanges, by earliest member, until the total fits (§5)."""
+    """Drop whole removable exchanges, by earliest member, until the total fits."""
     decision = Decision()
     total = sum(turn.token_estimate for turn in transcript.turns)
     seen: set[int] = set()

@@ -37,3 +37,10 @@ def test_docstring_examples_run_as_written(name: str) -> None:
 def test_the_readme_holds_examples() -> None:
     """A README whose examples vanished would pass the test above vacuously."""
     assert doctest.DocTestParser().get_examples((ROOT / "README.md").read_text("utf-8"))
+
+
+def test_the_package_docstring_holds_a_runnable_example() -> None:
+    """As in 0.1, ``help(cutctx)`` shows an example; the doctest run above executes it."""
+    examples = doctest.DocTestParser().get_examples(cutctx.__doc__ or "")
+    assert len(examples) >= 5
+    assert any("CompactionExecutor().apply" in example.source for example in examples)

@@ -4,6 +4,27 @@ Plan → fulfil → apply: a policy's ``decide(transcript, budget)`` returns a `
 (nothing spent, nothing changed); the caller produces any summaries the plan requests; and
 ``CompactionExecutor().apply(transcript, plan, summaries)`` returns the compacted view and its
 report. cutctx never calls a model. Everything public is exported here; the rest is private.
+
+>>> from cutctx import CompactionBudget, CompactionExecutor, DropOldestPolicy
+>>> from cutctx import Role, Transcript, TranscriptTurn
+>>> transcript = Transcript((
+...     TranscriptTurn("s", Role.SYSTEM, "You are a careful assistant.", 12),
+...     TranscriptTurn("u1", Role.USER, "What changed in the build?", 30),
+...     TranscriptTurn("a1", Role.ASSISTANT, "Let me look.", 20, tool_call_id="c1"),
+...     TranscriptTurn("t1", Role.TOOL, "<4 kB of build log>", 900, tool_call_id="c1"),
+...     TranscriptTurn("a2", Role.ASSISTANT, "The cache key changed.", 25),
+... ))
+>>> budget = CompactionBudget(max_tokens=100, protected_recent_turns=1)
+>>> plan = DropOldestPolicy().decide(transcript, budget)
+>>> (plan.tokens_before, plan.tokens_after_estimate, plan.budget_unmet)
+(987, 37, False)
+>>> view = CompactionExecutor().apply(transcript, plan)
+>>> view.transcript.turn_ids()
+('s', 'a2')
+>>> view.report.dropped_turn_ids
+('u1', 'a1', 't1')
+>>> view.report.plan_hash == plan.plan_hash()
+True
 """
 
 from cutctx._core.errors import BudgetUnsatisfiable as BudgetUnsatisfiable
@@ -72,6 +93,7 @@ __all__ = [
     "TranscriptTurn",
     "TurnAction",
     "TurnReplacement",
+    "__version__",
     "compact_messages",
     "default_chain",
 ]

@@ -1,6 +1,6 @@
-"""SPEC §3 contracts 1-5 for DropOldestPolicy and the executor, over random transcripts.
+"""Contracts 1-5 for DropOldestPolicy and the executor, over random transcripts.
 
-Every oracle here is restated from the SPEC in a few obvious lines; none calls the library's own
+Every oracle here restates a contract in a few obvious lines; none calls the library's own
 layout or gate.
 """
 
@@ -69,7 +69,7 @@ def exchanges(transcript: Transcript) -> list[list[int]]:
 
 
 def decide(case: Case) -> CompactionPlan | None:
-    """The plan, or None after checking BudgetUnsatisfiable was raised exactly when the SPEC
+    """The plan, or None after checking BudgetUnsatisfiable was raised exactly when the contract
     says the budget is unsatisfiable: the untouchable total strictly over ``max_tokens``."""
     transcript, budget = case
     total = untouchable_total(transcript, budget)

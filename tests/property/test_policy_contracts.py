@@ -1,6 +1,6 @@
 """Every policy and every chain order keeps contracts 2, 3, 4, 5 and 8 on random transcripts.
 
-The contracts are restated here from SPEC §3, not read from ``cutctx._core.invariants``: a plan that
+The contracts are restated here, not read from ``cutctx._core.invariants``: a plan that
 touches the untouchable set, splits an exchange, claims to fit while over, leaks an excerpt into
 a stub, or differs between two runs fails; so does any exception other than
 ``BudgetUnsatisfiable``, and ``BudgetUnsatisfiable`` itself unless the untouchable set is over
@@ -9,12 +9,12 @@ budget. The transcripts (``tests.strategies``) hold exchanges that interleave an
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import re
 from typing import TYPE_CHECKING
 
 import pytest
+from baseaicore import sha256_of
 from hypothesis import given, note
 
 from cutctx import (
@@ -128,7 +128,7 @@ def assert_contracts(
             match = STUB.fullmatch(action.replacement.content)
             assert match is not None, action.replacement.content
             assert int(match.group(1)) == turn.token_estimate
-            assert match.group(2) == hashlib.sha256(turn.content.encode("utf-8")).hexdigest()
+            assert match.group(2) == sha256_of(turn.content)
             assert action.replacement.token_estimate < turn.token_estimate
     # Contract 4: the figures add up and the outcome is honest.
     kept = sum(

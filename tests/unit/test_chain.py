@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING
 
 import pytest
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 
 from cutctx import (
     Action,
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 
 
 def digest_of(*turn_ids: str) -> str:
-    return "span-" + hashlib.sha256("\0".join(turn_ids).encode("utf-8")).hexdigest()[:16]
+    return "span-" + sha256_of("\0".join(turn_ids))[:16]
 
 
 def fates(plan: CompactionPlan) -> dict[str, str]:
@@ -52,14 +51,14 @@ class Spy:
         self.views.append(transcript)
         total = transcript.token_estimate()
         return CompactionPlan(
-            tuple(TurnAction(turn.turn_id, Action.KEEP) for turn in transcript.turns),
-            (),
-            total,
-            total,
-            self.name,
-            self.version,
-            None,
-            total > budget.max_tokens,
+            actions=tuple(TurnAction(turn.turn_id, Action.KEEP) for turn in transcript.turns),
+            summarization_requests=(),
+            tokens_before=total,
+            tokens_after_estimate=total,
+            policy_name=self.name,
+            policy_version=self.version,
+            estimator_ratio=None,
+            budget_unmet=total > budget.max_tokens,
             transcript=transcript,
             budget=budget,
         )
@@ -85,14 +84,14 @@ class FoldIds:
         kept = sum(t.token_estimate for t in transcript.turns if t.turn_id not in self.ids)
         after = kept + self.target
         return CompactionPlan(
-            actions,
-            (SummarizationRequest(group, ids, self.target, "p"),),
-            transcript.token_estimate(),
-            after,
-            self.name,
-            self.version,
-            None,
-            after > budget.max_tokens,
+            actions=actions,
+            summarization_requests=(SummarizationRequest(group, ids, self.target, "p"),),
+            tokens_before=transcript.token_estimate(),
+            tokens_after_estimate=after,
+            policy_name=self.name,
+            policy_version=self.version,
+            estimator_ratio=None,
+            budget_unmet=after > budget.max_tokens,
             transcript=transcript,
             budget=budget,
         )
@@ -112,14 +111,14 @@ class MaskFirst:
         )
         after = 1 + sum(turn.token_estimate for turn in rest)
         return CompactionPlan(
-            actions,
-            (),
-            transcript.token_estimate(),
-            after,
-            self.name,
-            self.version,
-            None,
-            after > budget.max_tokens,
+            actions=actions,
+            summarization_requests=(),
+            tokens_before=transcript.token_estimate(),
+            tokens_after_estimate=after,
+            policy_name=self.name,
+            policy_version=self.version,
+            estimator_ratio=None,
+            budget_unmet=after > budget.max_tokens,
             transcript=transcript,
             budget=budget,
         )
@@ -202,7 +201,13 @@ class TestPolicyChain:
     def test_a_member_that_is_not_a_policy_is_refused_by_position(self) -> None:
         with pytest.raises(ValidationError) as caught:
             PolicyChain([DropOldestPolicy(), object()])  # type: ignore[list-item]
-        assert caught.value.details == {"field": "PolicyChain.policies", "index": 1}
+        assert "not a CompactionPolicy" in str(caught.value)
+        assert caught.value.details == {
+            "field": "PolicyChain.policies",
+            "index": 1,
+            "expected": "a CompactionPolicy",
+            "type": "object",
+        }
 
     def test_a_transcript_that_fits_is_kept_whole_and_no_member_runs(self) -> None:
         spy = Spy()
@@ -271,7 +276,7 @@ class TestPolicyChain:
         assert masked.token_estimate == 32
         assert masked.tool_call_id == "cA"
         # A foreign member sees the whole stub, digest included.
-        digest = hashlib.sha256(b"log").hexdigest()
+        digest = sha256_of("log")
         assert masked.content == (
             f"[tool result masked by cutctx] (original: 400 tokens, sha256:{digest})"
         )

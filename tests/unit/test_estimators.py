@@ -51,6 +51,9 @@ class TestCharRatioEstimator:
             CharRatioEstimator(ratio)
         assert caught.value.details["field"] == "CharRatioEstimator.chars_per_token"
         assert "\n" not in str(caught.value)
+        assert "finite positive" in str(caught.value)  # 0.1's words
+        if ratio is None or isinstance(ratio, int | float | str):
+            assert caught.value.details["chars_per_token"] is ratio
 
     def test_is_a_token_estimator_and_frozen(self) -> None:
         estimator = CharRatioEstimator()

@@ -13,12 +13,11 @@ untouchable)::
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 import pytest
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 
 from cutctx import (
     Action,
@@ -52,7 +51,7 @@ EXECUTOR = CompactionExecutor()
 
 
 def digest(*turn_ids: str) -> str:
-    return "span-" + hashlib.sha256("\0".join(turn_ids).encode()).hexdigest()[:16]
+    return "span-" + sha256_of("\0".join(turn_ids))[:16]
 
 
 def make_plan(
@@ -73,14 +72,14 @@ def make_plan(
         else:
             actions.append(TurnAction(turn_id, Action.SUMMARIZE, choice))
     return CompactionPlan(
-        tuple(actions),
-        requests,
-        transcript.token_estimate(),
-        after,
-        "hand_built",
-        "1.0.0",
-        None,
-        after > budget.max_tokens,
+        actions=tuple(actions),
+        summarization_requests=requests,
+        tokens_before=transcript.token_estimate(),
+        tokens_after_estimate=after,
+        policy_name="hand_built",
+        policy_version="1.0.0",
+        estimator_ratio=None,
+        budget_unmet=after > budget.max_tokens,
         transcript=transcript,
         budget=budget,
     )
@@ -165,6 +164,18 @@ class TestCompactionExecutorSummaries:
         }
         assert view.token_estimate() == SUMMARY_PLAN.tokens_after_estimate == 77
         assert sum(turn.token_estimate for turn in view.turns) == 77
+
+    def test_a_hand_named_group_becomes_the_summary_turn_of_that_name(self) -> None:
+        """As in 0.1, a hand-built plan may call its group ``g1``: the turn is ``summary:g1``."""
+        request = SummarizationRequest("g1", ("u1", "a1", "t1"), 7, "recap-v1")
+        plan = make_plan({"u1": "g1", "a1": "g1", "t1": "g1", "u2": Action.DROP}, (request,), 77)
+        compacted = EXECUTOR.apply(TRANSCRIPT, plan, {"g1": "recap"})
+        assert compacted.transcript.turn_ids() == ("s", request.summary_turn_id, "a2")
+        assert request.summary_turn_id == "summary:g1"
+        assert compacted.transcript.turns[1].metadata["cutctx.summary_group"] == "g1"
+        assert compacted.report.summary_turn_ids == ("summary:g1",)
+        with pytest.raises(SummaryMissing, match="'g1'"):
+            EXECUTOR.apply(TRANSCRIPT, plan)
 
     def test_a_scattered_group_is_placed_once_at_its_earliest_turn(self) -> None:
         group = digest("u1", "u2")
@@ -392,13 +403,13 @@ class TestCompactionExecutorReport:
     def test_the_estimator_name_travels_from_plan_to_report(self) -> None:
         total = TRANSCRIPT.token_estimate()
         plan = CompactionPlan(
-            tuple(TurnAction(i, Action.KEEP) for i in TRANSCRIPT.turn_ids()),
-            (),
-            total,
-            total,
-            "p",
-            "1",
-            None,
+            actions=tuple(TurnAction(i, Action.KEEP) for i in TRANSCRIPT.turn_ids()),
+            summarization_requests=(),
+            tokens_before=total,
+            tokens_after_estimate=total,
+            policy_name="p",
+            policy_version="1",
+            estimator_ratio=None,
             budget_unmet=False,
             transcript=TRANSCRIPT,
             budget=CompactionBudget(total, 1),

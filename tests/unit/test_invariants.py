@@ -17,7 +17,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 import pytest
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 
 from cutctx import (
     Action,
@@ -54,8 +54,8 @@ type Choice = Action | TurnReplacement | str
 
 
 def digest(*turn_ids: str) -> str:
-    """The group id oracle: ``span-`` and 16 hex digits of SHA-256 over NUL-joined ids."""
-    return "span-" + hashlib.sha256("\0".join(turn_ids).encode()).hexdigest()[:16]
+    """The group id oracle: ``span-`` and 16 hex digits of ``sha256_of`` the NUL-joined ids."""
+    return "span-" + sha256_of("\0".join(turn_ids))[:16]
 
 
 def actions(choices: Mapping[str, Choice], transcript: Transcript = BASE) -> tuple[TurnAction, ...]:
@@ -87,14 +87,14 @@ def plan(
     budget: CompactionBudget = BUDGET,
 ) -> CompactionPlan:
     return CompactionPlan(
-        tuple(plan_actions),
-        tuple(requests),
-        before,
-        after,
-        "hand_built",
-        "0.0.1",
-        None,
-        unmet,
+        actions=tuple(plan_actions),
+        summarization_requests=tuple(requests),
+        tokens_before=before,
+        tokens_after_estimate=after,
+        policy_name="hand_built",
+        policy_version="0.0.1",
+        estimator_ratio=None,
+        budget_unmet=unmet,
         transcript=transcript,
         budget=budget,
     )
@@ -371,18 +371,29 @@ class TestRequestsMatchGroups:
     @pytest.mark.parametrize(
         "group",
         [
+            "g1",
             "span-0000000000000000",
-            "span-" + hashlib.sha256(b"u1,u2").hexdigest()[:16],
-            "span-" + hashlib.sha256(b"u1\0u2").hexdigest(),
-            "group-" + hashlib.sha256(b"u1\0u2").hexdigest()[:16],
-            "span-" + hashlib.sha256(b"u1\0u2").hexdigest()[:16].upper(),
+            "span-" + hashlib.sha256(b"u1\0u2").hexdigest()[:16],
+            "group-" + sha256_of("u1\0u2")[:16],
+            "span-" + sha256_of("u1\0u2")[:16].upper(),
         ],
-        ids=["zeros", "comma-joined", "full digest", "wrong prefix", "upper case"],
+        ids=["plain name", "zeros", "raw digest", "other prefix", "upper case"],
     )
-    def test_a_group_id_that_is_not_the_digest_is_refused(self, group: str) -> None:
+    def test_a_hand_built_plan_may_name_its_groups_freely(self, group: str) -> None:
+        """Only the built-in policies derive group ids from digests; the gate checks that
+        groups and requests match, not how they were named."""
         chosen = actions({"u1": group, "u2": group})
-        found = violations(chosen, [request("u1", "u2", group=group)], after=145, unmet=True)
-        only(found, "digest")
+        made = plan(chosen, [request("u1", "u2", group=group)], after=145, unmet=True)
+        (made_request,) = made.summarization_requests
+        assert made_request.group_id == group
+        assert made_request.summary_turn_id == "summary:" + group
+        assert {action.summary_group for action in made.actions} == {None, group}
+
+    def test_groups_named_apart_from_their_requests_are_refused(self) -> None:
+        chosen = actions({"u1": "g1", "u2": "g1"})
+        found = violations(chosen, [request("u1", "u2", group="g2")], after=145, unmet=True)
+        assert any("'g2' names no summarized turn" in problem for problem in found)
+        assert any("'g1' has no summarization request" in problem for problem in found)
 
     def test_requests_out_of_order_are_refused(self) -> None:
         chosen = actions({"u1": digest("u1"), "u2": digest("u2")})

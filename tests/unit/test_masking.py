@@ -1,4 +1,4 @@
-"""ObservationMaskingPolicy: the §5 masking rules, with figures computed by hand.
+"""ObservationMaskingPolicy: the 0.1 masking rules, with figures computed by hand.
 
 A default stub is the 30-character label, ``" (original: "`` (12), the count's digits,
 ``" tokens, sha256:"`` (16), 64 hex digits and ``")"`` (1): 123 characters plus the digits. So a
@@ -9,10 +9,11 @@ a 2-digit count gives 125 characters, also 32 tokens.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 
 from cutctx import (
     DEFAULT_PLACEHOLDER,
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
 
 def sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """The 0.1 stub digest: SHA-256 of ``json.dumps(text, ensure_ascii=False)`` as UTF-8."""
+    return hashlib.sha256(json.dumps(text, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def actions(plan: CompactionPlan) -> dict[str, str]:
@@ -71,12 +73,18 @@ class TestObservationMaskingPolicy:
             "exclude_tools=(), min_reclaim=0)"
         )
 
-    def test_stub_text_is_label_count_and_sha256_of_the_utf8_content(self) -> None:
+    def test_stub_text_is_label_count_and_sha256_of_the_body_as_a_json_string(self) -> None:
         policy = ObservationMaskingPolicy(placeholder="[gone]")
-        content = "caf\u00e9 \u4e2d log"
+        content = 'caf\u00e9 \u4e2d "log"\n'
         assert policy.stub(content, 77) == f"[gone] (original: 77 tokens, sha256:{sha(content)})"
-        # The digest is over UTF-8 bytes, not over characters or another encoding.
-        assert sha(content) != hashlib.sha256(content.encode("utf-16")).hexdigest()
+        # As 0.1 (baseaicore.sha256_of): the quoted, escaped JSON string as UTF-8, not the raw body.
+        assert sha(content) == sha256_of(content)
+        assert sha(content) != hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+    def test_the_stub_of_1200_ls_carries_the_01_digest(self) -> None:
+        digest = "d1fd6a834c71465d6eeb3623b9c5a2ac60c49d069ffc469bc131b4ff506e55a2"
+        stub = ObservationMaskingPolicy().stub("L" * 1200, 300)
+        assert stub == f"{DEFAULT_PLACEHOLDER} (original: 300 tokens, sha256:{digest})"
 
     def test_default_stub_of_a_900_token_result_is_126_chars_priced_32_tokens(self) -> None:
         body = "<4 kB of build log>"
@@ -267,6 +275,37 @@ class TestObservationMaskingPolicy:
         assert plan.estimator_ratio == 2.0
         assert "estimator_name" not in plan.to_dict()
 
+    @pytest.mark.parametrize(
+        ("estimator", "used", "ratio"),
+        [
+            (None, True, 4.0),
+            (None, False, None),
+            (CharRatioEstimator(2.5), True, 2.5),
+            (CharRatioEstimator(2.5), False, None),
+            (TokenizerEstimator(lambda text: [0] * len(text.split()), name="words"), True, None),
+            (WordCounter(), True, None),
+        ],
+        ids=["default used", "default unused", "ratio used", "ratio unused", "named", "other"],
+    )
+    def test_estimator_ratio_if_used_is_the_character_ratio_only_when_it_priced_a_stub(
+        self, estimator: Any, used: bool, ratio: float | None
+    ) -> None:
+        policy = ObservationMaskingPolicy(estimator=estimator)
+        assert policy.estimator_ratio_if_used(used) == ratio
+
+    @pytest.mark.parametrize("max_tokens", [100, 2000])
+    def test_estimator_ratio_if_used_is_what_the_plan_records(self, max_tokens: int) -> None:
+        transcript = Transcript((tool("t", 900), user("u", 1)))
+        policy = ObservationMaskingPolicy(keep_recent_results=0)
+        plan = policy.decide(transcript, CompactionBudget(max_tokens, 0))
+        used = any(action.action is Action.MASK for action in plan.actions)
+        assert used is (max_tokens == 100)
+        assert plan.estimator_ratio == policy.estimator_ratio_if_used(used)
+
+    def test_estimator_ratio_if_used_refuses_a_non_bool(self) -> None:
+        with pytest.raises(ValidationError, match="estimated_anything"):
+            ObservationMaskingPolicy().estimator_ratio_if_used(1)  # type: ignore[arg-type]
+
     def test_another_estimator_is_recorded_by_name_and_sees_the_whole_stub(self) -> None:
         seen: list[str] = []
 
@@ -320,6 +359,8 @@ class TestObservationMaskingPolicy:
             ({"keep_recent_results": True}, "keep_recent_results"),
             ({"keep_recent_results": 1.0}, "keep_recent_results"),
             ({"placeholder": ""}, "placeholder"),
+            ({"placeholder": "   "}, "placeholder"),
+            ({"placeholder": "\t\n"}, "placeholder"),
             ({"placeholder": 3}, "placeholder"),
             ({"estimator": object()}, "estimator"),
         ],
@@ -342,10 +383,11 @@ class TestObservationMaskingPolicy:
 @pytest.mark.parametrize("length", [0, 1, 4095, 4096, 4097, 8192, 20_000])
 def test_a_body_is_digested_whole_whatever_its_length(length: int) -> None:
     """A long body is hashed a slice at a time (bounded memory); the digest must still be the
-    SHA-256 of the whole UTF-8 text, at and around every slice boundary, for non-ASCII too."""
-    content = ("aé中𝄞" * (length // 4 + 1))[:length]
+    0.1 digest of the whole body, at and around every slice boundary, for non-ASCII and escaped
+    characters too."""
+    content = ('aé中𝄞"\\\n\x01' * (length // 8 + 1))[:length]
     stub = ObservationMaskingPolicy().stub(content, 99)
-    assert stub.endswith(f"sha256:{hashlib.sha256(content.encode('utf-8')).hexdigest()})")
+    assert stub.endswith(f"sha256:{sha(content)})")
 
 
 def named(turn: TranscriptTurn, tool_name: str) -> TranscriptTurn:

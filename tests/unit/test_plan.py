@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import hashlib
 import json
 import math
@@ -15,7 +16,7 @@ import textwrap
 from typing import Any
 
 import pytest
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -98,11 +99,83 @@ class TestCompactionPlanConstruction:
         ratio = masked_plan(estimator_ratio=4).estimator_ratio
         assert type(ratio) is float
 
-    def test_transcript_and_budget_are_required_and_keyword_only(self) -> None:
-        with pytest.raises(TypeError):
-            CompactionPlan(MASKED, (), 40, 14, "p", "1", None, False)  # type: ignore[call-arg]  # noqa: FBT003 - positional order is the point
-        with pytest.raises(TypeError):
-            CompactionPlan(MASKED, (), 40, 14, "p", "1", None, False, TRANSCRIPT, BUDGET)  # type: ignore[call-arg]  # noqa: FBT003 - positional order is the point
+    def test_no_field_is_accepted_positionally_as_in_0_1(self) -> None:
+        positional: tuple[Any, ...] = (MASKED, (), 40, 14, "p", "1", None, False)
+        with pytest.raises(TypeError, match="positional"):
+            CompactionPlan(*positional, transcript=TRANSCRIPT, budget=BUDGET)  # type: ignore[call-arg]
+
+    @pytest.mark.parametrize("missing", ["transcript", "budget"])
+    def test_omitting_transcript_or_budget_is_a_type_error(self, missing: str) -> None:
+        fields: dict[str, Any] = {
+            "actions": MASKED,
+            "tokens_before": 40,
+            "tokens_after_estimate": 14,
+            "policy_name": "p",
+            "policy_version": "1",
+            "transcript": TRANSCRIPT,
+            "budget": BUDGET,
+        }
+        del fields[missing]
+        with pytest.raises(TypeError, match=missing):
+            CompactionPlan(**fields)
+
+    def test_the_0_1_call_without_requests_ratio_or_outcome_is_complete(self) -> None:
+        plan = CompactionPlan(
+            actions=MASKED,
+            tokens_before=40,
+            tokens_after_estimate=14,
+            policy_name="hand_built",
+            policy_version="1.2.3",
+            transcript=TRANSCRIPT,
+            budget=BUDGET,
+        )
+        assert plan.summarization_requests == ()
+        assert plan.estimator_ratio is None
+        assert plan.budget_unmet is False
+        assert plan == masked_plan(estimator_ratio=None)
+
+    def test_the_defaulted_outcome_is_still_checked_by_the_gate(self) -> None:
+        """``budget_unmet=False`` by default is a claim the gate holds the plan to."""
+        with pytest.raises(ValidationError, match="budget_unmet"):
+            CompactionPlan(
+                actions=MASKED,
+                tokens_before=40,
+                tokens_after_estimate=14,
+                policy_name="p",
+                policy_version="1",
+                transcript=TRANSCRIPT,
+                budget=CompactionBudget(10, 0),
+            )
+
+
+class TestTranscriptAndBudgetAreNotCarried:
+    @pytest.mark.parametrize("name", ["transcript", "budget"])
+    def test_reading_them_gives_a_marker_saying_so(self, name: str) -> None:
+        for plan in (masked_plan(), policy_plan()):
+            marker = getattr(plan, name)
+            assert "not carried on the plan" in repr(marker)
+            assert name in repr(marker)
+            assert marker is not TRANSCRIPT
+            assert marker is not BUDGET
+
+    def test_a_pretty_printer_walking_the_dataclass_fields_reads_every_one(self) -> None:
+        """Pretty-printers walk ``__dataclass_fields__`` (InitVars included) with ``getattr``."""
+        plan = masked_plan()
+        shown = {name: repr(getattr(plan, name)) for name in plan.__dataclass_fields__}
+        assert "not carried on the plan" in shown["transcript"]
+        assert "not carried on the plan" in shown["budget"]
+        assert shown["policy_name"] == "'hand_built'"
+
+    def test_the_plan_holds_no_reference_to_them(self) -> None:
+        transcript = Transcript(TRANSCRIPT.turns)
+        budget = CompactionBudget(20, 0)
+        for plan in (
+            masked_plan(transcript=transcript, budget=budget),
+            ObservationMaskingPolicy(0).decide(transcript, budget),
+        ):
+            referents = gc.get_referents(plan)
+            assert not any(item is transcript or item is budget for item in referents)
+            assert not any(item is transcript.turns for item in referents)
 
     @pytest.mark.parametrize(
         ("changes", "field"),
@@ -237,16 +310,42 @@ class TestCompactionPlanSerialization:
         assert is_plain_json(data)
         assert json.loads(json.dumps(data)) == data
 
+    def test_to_dict_is_made_of_the_actions_and_requests_own_pieces(self) -> None:
+        group = "span-" + sha256_of("u\0t")[:16]
+        summarized = CompactionPlan(
+            actions=(
+                TurnAction("u", Action.SUMMARIZE, group),
+                TurnAction("t", Action.SUMMARIZE, group),
+            ),
+            summarization_requests=(SummarizationRequest(group, ("u", "t"), 6, "recap"),),
+            tokens_before=40,
+            tokens_after_estimate=6,
+            policy_name="hand_built",
+            policy_version="1.0.0",
+            transcript=TRANSCRIPT,
+            budget=BUDGET,
+        )
+        for plan in (masked_plan(), policy_plan(), summarized):
+            data = plan.to_dict()
+            assert data["actions"] == [action.to_dict() for action in plan.actions]
+            assert data["summarization_requests"] == [
+                request.to_dict() for request in plan.summarization_requests
+            ]
+            assert plan.to_json() == canonical_json(data)
+
     def test_to_dict_holds_every_field_and_the_requests(self) -> None:
-        group = "span-" + hashlib.sha256(b"u\0t").hexdigest()[:16]
+        group = "span-" + sha256_of("u\0t")[:16]
         plan = CompactionPlan(
-            (TurnAction("u", Action.SUMMARIZE, group), TurnAction("t", Action.SUMMARIZE, group)),
-            (SummarizationRequest(group, ("u", "t"), 6, "recap"),),
-            40,
-            6,
-            "hand_built",
-            "1.0.0",
-            None,
+            actions=(
+                TurnAction("u", Action.SUMMARIZE, group),
+                TurnAction("t", Action.SUMMARIZE, group),
+            ),
+            summarization_requests=(SummarizationRequest(group, ("u", "t"), 6, "recap"),),
+            tokens_before=40,
+            tokens_after_estimate=6,
+            policy_name="hand_built",
+            policy_version="1.0.0",
+            estimator_ratio=None,
             budget_unmet=False,
             transcript=TRANSCRIPT,
             budget=BUDGET,
@@ -318,18 +417,20 @@ class TestCompactionPlanSerialization:
     def test_plan_hash_is_identical_in_processes_with_other_hash_seeds(self) -> None:
         script = textwrap.dedent(
             """
-            import hashlib
+            from baseaicore import sha256_of
             from cutctx import (Action, CompactionBudget, CompactionPlan, Role,
                 SummarizationRequest, Transcript, TranscriptTurn, TurnAction, TurnReplacement)
             ids = ("a", "b", "c", "d")
             t = Transcript(tuple(TranscriptTurn(i, Role.TOOL, "x", 10, "call-" + i) for i in ids))
-            g = "span-" + hashlib.sha256("a\\0b".encode()).hexdigest()[:16]
+            g = "span-" + sha256_of("a\\0b")[:16]
             plan = CompactionPlan(
-                (TurnAction("a", Action.SUMMARIZE, g), TurnAction("b", Action.SUMMARIZE, g),
+                actions=(TurnAction("a", Action.SUMMARIZE, g),
+                 TurnAction("b", Action.SUMMARIZE, g),
                  TurnAction("c", Action.MASK, None, TurnReplacement("\\u00e9 stub", 2)),
                  TurnAction("d", Action.KEEP)),
-                (SummarizationRequest(g, ("a", "b"), 3, "recap"),),
-                40, 15, "p", "1", 4.0, False,
+                summarization_requests=(SummarizationRequest(g, ("a", "b"), 3, "recap"),),
+                tokens_before=40, tokens_after_estimate=15, policy_name="p",
+                policy_version="1", estimator_ratio=4.0, budget_unmet=False,
                 transcript=t, budget=CompactionBudget(20, 1))
             print(plan.plan_hash())
             """
@@ -356,12 +457,14 @@ class TestCompactionPlanSerialization:
 def awkward_plans(draw: st.DrawFn) -> CompactionPlan:
     """Hand-built plans over TOOL turns whose ids, stubs, prompt ids, policy names and estimator
     names are arbitrary text (quotes, backslashes, control characters, non-ASCII)."""
-    ids = draw(st.lists(st.text(min_size=1), min_size=1, max_size=8, unique=True))
+    # Ids and prompt ids are names: blank ones are refused (as in 0.1), any other text goes.
+    names = st.text(min_size=1).filter(lambda text: not text.isspace())
+    ids = draw(st.lists(names, min_size=1, max_size=8, unique=True))
     turns = tuple(TranscriptTurn(i, Role.TOOL, "body", 50, f"call-{n}") for n, i in enumerate(ids))
     kinds = draw(st.lists(st.sampled_from(list(Action)), min_size=len(ids), max_size=len(ids)))
     stubs = draw(st.lists(st.text(), min_size=len(ids), max_size=len(ids)))
     summarized = tuple(i for i, kind in zip(ids, kinds, strict=True) if kind is Action.SUMMARIZE)
-    group_id = "span-" + hashlib.sha256("\0".join(summarized).encode()).hexdigest()[:16]
+    group_id = "span-" + sha256_of("\0".join(summarized))[:16]
     actions = []
     after = 0
     for turn_id, kind, stub in zip(ids, kinds, stubs, strict=True):
@@ -375,17 +478,17 @@ def awkward_plans(draw: st.DrawFn) -> CompactionPlan:
             after += 50 if kind is Action.KEEP else 0
     requests: tuple[SummarizationRequest, ...] = ()
     if summarized:
-        requests = (SummarizationRequest(group_id, summarized, 3, draw(st.text(min_size=1))),)
+        requests = (SummarizationRequest(group_id, summarized, 3, draw(names)),)
         after += 3
     return CompactionPlan(
-        tuple(actions),
-        requests,
-        50 * len(ids),
-        after,
-        draw(st.text(min_size=1)),
-        draw(st.text(min_size=1)),
-        draw(st.none() | st.floats(0.001, 100.0)),
-        after > 10_000,
+        actions=tuple(actions),
+        summarization_requests=requests,
+        tokens_before=50 * len(ids),
+        tokens_after_estimate=after,
+        policy_name=draw(st.text(min_size=1)),
+        policy_version=draw(st.text(min_size=1)),
+        estimator_ratio=draw(st.none() | st.floats(0.001, 100.0)),
+        budget_unmet=after > 10_000,
         transcript=Transcript(turns),
         budget=CompactionBudget(10_000, 0),
         estimator_name=draw(st.none() | st.text(min_size=1)),

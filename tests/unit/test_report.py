@@ -36,9 +36,14 @@ def report(**changes: Any) -> CompactionReport:
 
 
 class TestCompactionReport:
-    def test_positional_fields_follow_the_documented_order(self) -> None:
+    def test_fields_follow_the_documented_order(self) -> None:
         names = tuple(field.name for field in dataclasses.fields(CompactionReport))
         assert names[: len(SPEC_FIELDS)] == SPEC_FIELDS
+
+    def test_no_field_is_accepted_positionally_as_in_0_1(self) -> None:
+        values = tuple(report().to_dict().values())
+        with pytest.raises(TypeError, match="positional"):
+            CompactionReport(*values)  # type: ignore[call-arg]
 
     def test_to_dict_has_every_field_as_a_key_with_plain_values(self) -> None:
         data = report().to_dict()

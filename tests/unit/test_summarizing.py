@@ -1,12 +1,12 @@
-"""SummarizingPolicy: the §5 span rules, with spans and targets worked out by hand."""
+"""SummarizingPolicy: the 0.1 span rules, with spans and targets worked out by hand."""
 
 from __future__ import annotations
 
-import hashlib
+import math
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 
 from cutctx import (
     GROUP_ID_PREFIX,
@@ -17,6 +17,7 @@ from cutctx import (
     Role,
     SummarizingPolicy,
     Transcript,
+    default_chain,
 )
 from tests.golden_cases import assistant, system, tool, user
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 
 def digest_of(*turn_ids: str) -> str:
-    return "span-" + hashlib.sha256("\0".join(turn_ids).encode("utf-8")).hexdigest()[:16]
+    return "span-" + sha256_of("\0".join(turn_ids))[:16]
 
 
 def span(plan: CompactionPlan) -> tuple[str, ...] | None:
@@ -114,7 +115,7 @@ class TestSummarizingPolicy:
             ((3, 3, 3, 3), 0.2, 2),  # 2.4 -> 2
             ((4, 4, 4, 4), 0.2, 3),  # 3.2 -> 3
             ((1, 0, 1, 0), 0.2, 1),  # 0.4 -> 0 -> at least 1
-            ((10, 10, 10, 10), 1.0, 40),  # a ratio of 1 aims for the span's own size
+            ((10, 10, 10, 10), 0.95, 38),  # nearly the span's own size, still smaller
         ],
     )
     def test_target_tokens_is_python_round_half_to_even_and_at_least_one(
@@ -124,16 +125,49 @@ class TestSummarizingPolicy:
         plan = SummarizingPolicy("p", target_ratio=ratio).decide(transcript, CompactionBudget(0, 1))
         assert plan.summarization_requests[0].target_tokens == target
 
-    def test_a_span_of_empty_turns_still_costs_one_token(self) -> None:
-        # The oldest long-enough span holds 0 tokens; its summary is priced at 1, so the
-        # estimate grows by one: summarizing folds the oldest span, it does not hunt for savings.
+    def test_a_span_of_empty_turns_is_skipped_for_the_next_span(self) -> None:
+        """As in 0.1: a span whose target (at least 1) is not below its own 0 tokens is skipped,
+        and the next qualifying span is taken."""
         transcript = Transcript(
-            (*removable_chat(0, 0, 0, 0), user("p", 0, pinned=True), user("big", 100))
+            (
+                *removable_chat(0, 0, 0, 0),
+                user("p", 0, pinned=True),
+                *[user(f"n{k}", 25) for k in range(4)],
+                user("tail", 1, pinned=True),
+            )
         )
         plan = SummarizingPolicy("p").decide(transcript, CompactionBudget(50, 0))
-        assert span(plan) == ("r0", "r1", "r2", "r3")
-        assert plan.tokens_after_estimate == 101
+        assert span(plan) == ("n0", "n1", "n2", "n3")
+        assert plan.summarization_requests[0].target_tokens == 20
+        assert plan.tokens_after_estimate == 21
+
+    @pytest.mark.parametrize(
+        ("sizes", "ratio"),
+        [
+            ((10, 10, 10, 10), 1.0),  # a ratio of 1 aims for the span's own size
+            ((1, 0, 0, 0), 0.2),  # at least 1 is not below 1
+            ((10, 10, 10, 10), 0.99),  # 39.6 rounds to 40
+        ],
+    )
+    def test_a_span_whose_target_does_not_shrink_it_plans_nothing(
+        self, sizes: tuple[int, ...], ratio: float
+    ) -> None:
+        transcript = Transcript((*removable_chat(*sizes), user("tail", 0)))
+        plan = SummarizingPolicy("p", target_ratio=ratio).decide(transcript, CompactionBudget(0, 1))
+        assert plan.summarization_requests == ()
+        assert folded(plan) == []
+        assert plan.tokens_after_estimate == sum(sizes)
+
+    @pytest.mark.parametrize("ratio", [1.5, 2, 1e9])
+    def test_a_ratio_above_one_is_accepted_and_plans_no_summary(self, ratio: float) -> None:
+        """As in 0.1: any finite ratio above 0 is accepted; above 1 no span qualifies."""
+        policy = SummarizingPolicy("p", target_ratio=ratio)
+        assert policy.target_ratio == float(ratio)
+        transcript = Transcript((*removable_chat(10, 10, 10, 10, 10, 10), user("tail", 5)))
+        plan = policy.decide(transcript, CompactionBudget(20, 1))
+        assert plan.summarization_requests == ()
         assert plan.budget_unmet is True
+        assert plan.tokens_after_estimate == 65
 
     def test_nothing_is_planned_when_the_transcript_fits(self) -> None:
         transcript = Transcript(tuple(removable_chat(10, 10, 10, 10, 10)))
@@ -324,9 +358,9 @@ class TestSummarizingPolicy:
         [
             ({"prompt_id": ""}, "prompt_id"),
             ({"prompt_id": 5}, "prompt_id"),
+            ({"prompt_id": "  "}, "prompt_id"),
             ({"target_ratio": 0}, "target_ratio"),
             ({"target_ratio": -0.1}, "target_ratio"),
-            ({"target_ratio": 1.0000001}, "target_ratio"),
             ({"target_ratio": float("nan")}, "target_ratio"),
             ({"target_ratio": float("inf")}, "target_ratio"),
             ({"target_ratio": True}, "target_ratio"),
@@ -344,6 +378,27 @@ class TestSummarizingPolicy:
         with pytest.raises(ValidationError) as caught:
             SummarizingPolicy(**values)
         assert caught.value.details["field"] == f"SummarizingPolicy.{field}"
+        value = values[field]
+        if isinstance(value, int | float | str) and not (
+            isinstance(value, float) and math.isnan(value)
+        ):
+            assert caught.value.details[field] == value
+
+    @pytest.mark.parametrize("prompt_id", ["", " ", "\t"])
+    def test_an_empty_or_blank_prompt_id_names_the_versioned_prompt_record(
+        self, prompt_id: str
+    ) -> None:
+        for build in (
+            lambda: SummarizingPolicy(prompt_id),
+            lambda: default_chain(prompt_id=prompt_id),
+        ):
+            with pytest.raises(ValidationError, match="versioned prompt record"):
+                build()
+
+    @pytest.mark.parametrize("ratio", [0, -1, float("nan"), float("inf")])
+    def test_a_bad_ratio_is_refused_as_not_finite_positive(self, ratio: float) -> None:
+        with pytest.raises(ValidationError, match="finite positive"):
+            SummarizingPolicy("p", target_ratio=ratio)
 
     def test_a_ratio_of_one_and_a_span_of_one_turn_are_accepted(self) -> None:
         policy = SummarizingPolicy("p", target_ratio=1, min_span_turns=1)

@@ -193,6 +193,13 @@ class TestTranscript:
         empty = Transcript(())
         assert (empty.token_estimate(), empty.turn_ids()) == (0, ())
 
+    def test_transcript_without_arguments_is_the_empty_transcript(self) -> None:
+        """As in 0.1, ``turns`` defaults to ``()``."""
+        empty = Transcript()
+        assert empty.turns == ()
+        assert (empty.token_estimate(), empty.turn_ids()) == (0, ())
+        assert empty == Transcript(())
+
     def test_duplicate_turn_ids_are_refused(self) -> None:
         error = refused(lambda: Transcript((user("a"), user("b"), user("a"))), "Transcript.turns")
         assert error.details["turn_id"] == "a"
@@ -270,6 +277,12 @@ class TestTurnReplacement:
     def test_bad_field_is_refused(self, build: Callable[[], object], field: str) -> None:
         refused(build, f"TurnReplacement.{field}")
 
+    def test_to_dict_is_its_plain_json_piece(self) -> None:
+        assert TurnReplacement("stub \u00e9", 2).to_dict() == {
+            "content": "stub \u00e9",
+            "token_estimate": 2,
+        }
+
     def test_is_frozen_and_slotted(self) -> None:
         replacement = TurnReplacement("s", 1)
         with pytest.raises(dataclasses.FrozenInstanceError):
@@ -303,6 +316,40 @@ class TestTurnAction:
         assert TurnAction("t", Action.SUMMARIZE, "span-1").summary_group == "span-1"
 
     @pytest.mark.parametrize(
+        ("action", "expected"),
+        [
+            (
+                TurnAction("t", Action.KEEP),
+                {"action": "keep", "replacement": None, "summary_group": None, "turn_id": "t"},
+            ),
+            (
+                TurnAction("t", Action.DROP),
+                {"action": "drop", "replacement": None, "summary_group": None, "turn_id": "t"},
+            ),
+            (
+                TurnAction("t", Action.MASK, None, STUB),
+                {
+                    "action": "mask",
+                    "replacement": {"content": "stub", "token_estimate": 1},
+                    "summary_group": None,
+                    "turn_id": "t",
+                },
+            ),
+            (
+                TurnAction("t", Action.SUMMARIZE, "g1"),
+                {"action": "summarize", "replacement": None, "summary_group": "g1", "turn_id": "t"},
+            ),
+        ],
+        ids=["keep", "drop", "mask", "summarize"],
+    )
+    def test_to_dict_is_its_plain_json_piece(
+        self, action: TurnAction, expected: dict[str, Any]
+    ) -> None:
+        data = action.to_dict()
+        assert data == expected
+        assert type(data["action"]) is str
+
+    @pytest.mark.parametrize(
         ("build", "field"),
         [case[1:] for case in BAD_ACTIONS],
         ids=[case[0] for case in BAD_ACTIONS],
@@ -324,6 +371,20 @@ class TestSummarizationRequest:
 
     def test_zero_target_is_allowed(self) -> None:
         assert SummarizationRequest("g", ("a",), 0, "p").target_tokens == 0
+
+    def test_summary_turn_id_is_the_prefix_and_the_group_id(self) -> None:
+        request = SummarizationRequest("g1", ("a", "b"), 5, "p")
+        assert request.summary_turn_id == SUMMARY_TURN_ID_PREFIX + "g1" == "summary:g1"
+
+    def test_to_dict_is_its_plain_json_piece(self) -> None:
+        data = SummarizationRequest("g1", ("a", "b"), 5, "recap").to_dict()
+        assert data == {
+            "group_id": "g1",
+            "turn_ids": ["a", "b"],
+            "target_tokens": 5,
+            "prompt_id": "recap",
+        }
+        assert type(data["turn_ids"]) is list
 
     @pytest.mark.parametrize(
         ("build", "field"),
@@ -359,3 +420,125 @@ def test_refusal_messages_truncate_long_values_to_one_line() -> None:
         "TranscriptTurn.pinned",
     )
     assert len(str(error)) < 200
+
+
+BLANKS = [" ", "\t\n", "\u3000", "  \r  "]
+
+
+class TestBlankNamesAreRefusedLikeEmptyOnes:
+    """As in 0.1: a turn id, group id or prompt id of whitespace alone is refused as empty."""
+
+    @pytest.mark.parametrize("blank", ["", *BLANKS])
+    @pytest.mark.parametrize(
+        ("build", "field", "words"),
+        [
+            (lambda v: TranscriptTurn(v, Role.USER, "c", 1), "turn_id", "non-empty turn_id"),
+            (lambda v: TurnAction(v, Action.KEEP), "turn_id", "non-empty turn_id"),
+            (
+                lambda v: TurnAction("t", Action.SUMMARIZE, v),
+                "summary_group",
+                "non-empty group_id",
+            ),
+            (
+                lambda v: SummarizationRequest(v, ("a",), 1, "p"),
+                "group_id",
+                "non-empty group_id",
+            ),
+            (
+                lambda v: SummarizationRequest("g", ("a", v), 1, "p"),
+                "turn_ids[]",
+                "non-empty turn_id",
+            ),
+            (
+                lambda v: SummarizationRequest("g", ("a",), 1, v),
+                "prompt_id",
+                "versioned prompt record",
+            ),
+        ],
+        ids=["turn", "action", "action group", "request group", "request turn", "prompt"],
+    )
+    def test_is_refused_naming_the_field_with_0_1_words(
+        self, build: Callable[[str], object], field: str, words: str, blank: str
+    ) -> None:
+        error = refused(lambda: build(blank), field)
+        assert words in str(error)
+        key = "turn_id" if field == "turn_ids[]" else field
+        assert error.details[key] == blank
+
+    def test_a_name_with_spaces_around_text_is_accepted_as_it_is(self) -> None:
+        assert TranscriptTurn(" a ", Role.USER, "c", 1).turn_id == " a "
+        request = SummarizationRequest(" g ", (" a",), 1, " p ")
+        assert (request.group_id, request.turn_ids, request.prompt_id) == (" g ", (" a",), " p ")
+
+
+class TestErrorDetailsCarryTheOffendingValue:
+    """As in 0.1, under the field's own name; the current keys stay."""
+
+    @pytest.mark.parametrize(
+        ("build", "field", "name", "value"),
+        [
+            (
+                lambda: TranscriptTurn("t", Role.USER, "c", -1),
+                "TranscriptTurn",
+                "token_estimate",
+                -1,
+            ),
+            (lambda: TurnReplacement("s", -3), "TurnReplacement", "token_estimate", -3),
+            (lambda: CompactionBudget(-1), "CompactionBudget", "max_tokens", -1),
+            (lambda: CompactionBudget(5, -2), "CompactionBudget", "protected_recent_turns", -2),
+            (
+                lambda: SummarizationRequest("g", ("a",), -4, "p"),
+                "SummarizationRequest",
+                "target_tokens",
+                -4,
+            ),
+            (
+                lambda: CompactionBudget(max_tokens=1.5),  # type: ignore[arg-type]
+                "CompactionBudget",
+                "max_tokens",
+                1.5,
+            ),
+        ],
+        ids=["turn estimate", "stub estimate", "max_tokens", "protected", "target", "float"],
+    )
+    def test_a_bad_figure_is_in_details_under_its_name(
+        self, build: Callable[[], object], field: str, name: str, value: object
+    ) -> None:
+        error = refused(build, f"{field}.{name}")
+        assert error.details[name] == value
+        assert error.details["field"] == f"{field}.{name}"
+        assert error.details["expected"] == "an int >= 0"
+        assert error.details["type"] == type(value).__name__
+
+    def test_a_negative_target_is_named_in_the_message(self) -> None:
+        error = refused(lambda: SummarizationRequest("g", ("a",), -1, "p"), "target_tokens")
+        assert "negative target_tokens" in str(error)
+
+    def test_a_turns_content_never_goes_into_details(self) -> None:
+        error = refused(lambda: TranscriptTurn("t", Role.USER, b"secret", 1), "content")  # type: ignore[arg-type]
+        assert "content" not in error.details
+        assert error.details["type"] == "bytes"
+
+
+class TestRepeatedTurnIds:
+    def test_a_request_repeating_an_id_is_refused_with_the_sorted_repeats(self) -> None:
+        error = refused(
+            lambda: SummarizationRequest("g", ("b", "a", "b", "c", "a"), 1, "p"),
+            "SummarizationRequest.turn_ids",
+        )
+        assert error.details["duplicate_turn_ids"] == ["a", "b"]
+        assert "repeats" in str(error)
+
+    def test_a_request_repeating_one_id_names_it(self) -> None:
+        error = refused(lambda: SummarizationRequest("g", ("a", "a"), 1, "p"), "turn_ids")
+        assert error.details["duplicate_turn_ids"] == ["a"]
+
+    def test_a_request_covering_no_turns_says_so(self) -> None:
+        error = refused(lambda: SummarizationRequest("g", (), 1, "p"), "turn_ids")
+        assert "covers no turns" in str(error)
+
+    def test_a_transcript_repeating_ids_names_every_repeat_sorted_and_the_first(self) -> None:
+        turns = (user("b"), user("a"), user("b"), user("c"), user("a"), user("a"))
+        error = refused(lambda: Transcript(turns), "Transcript.turns")
+        assert error.details["duplicate_turn_ids"] == ["a", "b"]
+        assert (error.details["turn_id"], error.details["index"]) == ("b", 2)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import KW_ONLY, InitVar, dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import InitVar, dataclass, field
+from typing import TYPE_CHECKING, Any, Final
 
 from baseaicore import ValidationError
 
 from cutctx._core.actions import ACTIONS, ActionTable
+from cutctx._core.digest import utf8
 from cutctx._core.invariants import check_plan
 from cutctx._core.values import (
     CompactionBudget,
@@ -25,7 +26,7 @@ from cutctx._core.values import (
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["CompactionPlan", "canonical_json", "plan_from_table", "table_of"]
+__all__ = ["CompactionPlan", "NotCarried", "canonical_json", "plan_from_table", "table_of"]
 
 # An enum's ``.value`` is a descriptor call; a plan serializes one action per turn.
 _WIRE = tuple(action.value for action in ACTIONS)
@@ -50,15 +51,36 @@ def canonical_json(value: object) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
+class NotCarried:
+    """What ``plan.transcript`` and ``plan.budget`` read as: the plan keeps neither.
+
+    A plan is validated against the transcript and budget it is for, then holds no reference to
+    them; reading either gives this marker, whose ``repr`` says so.
+    """
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"<CompactionPlan.{self._name}: not carried on the plan>"
+
+
+_NOT_CARRIED: Final = {name: NotCarried(name) for name in ("transcript", "budget")}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionPlan:
     """What a policy decided for every turn, with the figures it expects; nothing is spent yet.
 
-    The constructor takes, keyword-only, the ``transcript`` and ``budget`` the plan is for and
-    runs the invariants gate against them before the object exists, so every plan in existence
-    keeps the untouchable set, keeps exchanges whole and states its budget outcome honestly.
-    ``estimator_ratio`` is the character ratio that priced the plan's stubs, if any;
-    ``estimator_name`` names any other estimator that did.
+    Every field is keyword-only, as in 0.1. The constructor also takes the ``transcript`` and
+    ``budget`` the plan is for (omitting either is a ``TypeError``) and runs the invariants gate
+    against them before the object exists, so every plan in existence keeps the untouchable set,
+    keeps exchanges whole and states its budget outcome honestly; the plan keeps no reference to
+    either (``plan.transcript`` reads as a marker saying so). ``estimator_ratio`` is the
+    character ratio that priced the plan's stubs, if any; ``estimator_name`` names any other
+    estimator that did.
 
     A plan made by cutctx's policies holds its actions as columns (see ``cutctx._core.actions``) and
     makes ``actions`` — the same ``TurnAction`` values — on first read, so planning and
@@ -68,17 +90,20 @@ class CompactionPlan:
     Raises:
         ValidationError: for a field of the wrong type or a violated invariant.
         BudgetUnsatisfiable: if the untouchable set alone is over ``budget``.
+
+    .. versionchanged:: 0.1.0
+       Keyword-only, as in 0.1; ``summarization_requests``, ``estimator_ratio`` and
+       ``budget_unmet`` default to ``()``, ``None`` and ``False``.
     """
 
     actions: tuple[TurnAction, ...]
-    summarization_requests: tuple[SummarizationRequest, ...]
+    summarization_requests: tuple[SummarizationRequest, ...] = ()
     tokens_before: int
     tokens_after_estimate: int
     policy_name: str
     policy_version: str
-    estimator_ratio: float | None
-    budget_unmet: bool
-    _: KW_ONLY
+    estimator_ratio: float | None = None
+    budget_unmet: bool = False
     transcript: InitVar[Transcript]
     budget: InitVar[CompactionBudget]
     estimator_name: str | None = None
@@ -124,8 +149,12 @@ class CompactionPlan:
 
     if not TYPE_CHECKING:  # pragma: no branch - type checkers see the field, not the fallback
 
-        def __getattr__(self, name: str) -> tuple[TurnAction, ...]:
-            # Reached only for an unset slot: ``actions`` of a plan made from a table.
+        def __getattr__(self, name: str) -> tuple[TurnAction, ...] | NotCarried:
+            # Reached only for an unset slot: ``actions`` of a plan made from a table; or for
+            # the init-only ``transcript`` and ``budget``, which pretty-printers read through
+            # ``__dataclass_fields__`` (0.1 answered them with a marker, not an AttributeError).
+            if name in _NOT_CARRIED:
+                return _NOT_CARRIED[name]
             if name != "actions":
                 raise AttributeError(
                     f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self
@@ -135,21 +164,13 @@ class CompactionPlan:
             return actions
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the plan as plain JSON data (``estimator_name`` only when one was recorded)."""
-        return {
-            "actions": [
-                {
-                    "action": _WIRE[code],
-                    "replacement": None
-                    if text is None
-                    else {"content": text, "token_estimate": estimate},
-                    "summary_group": group,
-                    "turn_id": turn_id,
-                }
-                for turn_id, code, text, estimate, group in self._table.rows()
-            ],
-            **self._figures(),
-        }
+        """Return the plan as plain JSON data (``estimator_name`` only when one was recorded).
+
+        It is made of the actions' and requests' own ``to_dict()`` pieces.
+        """
+        # The actions are made from the columns for this call only; the plan does not keep them.
+        actions = self._table.actions()
+        return {"actions": [action.to_dict() for action in actions], **self._figures()}
 
     def to_json(self) -> str:
         """Return the canonical JSON form: sorted keys, no whitespace, hashed as UTF-8.
@@ -176,13 +197,7 @@ class CompactionPlan:
         """Every field of ``to_dict()`` but the actions."""
         data: dict[str, Any] = {
             "summarization_requests": [
-                {
-                    "group_id": request.group_id,
-                    "turn_ids": list(request.turn_ids),
-                    "target_tokens": request.target_tokens,
-                    "prompt_id": request.prompt_id,
-                }
-                for request in self.summarization_requests
+                request.to_dict() for request in self.summarization_requests
             ],
             "tokens_before": self.tokens_before,
             "tokens_after_estimate": self.tokens_after_estimate,
@@ -203,21 +218,24 @@ class CompactionPlan:
         return self.to_json()
 
     def plan_hash(self) -> str:
-        """Return the SHA-256 hex digest of ``to_json()`` as UTF-8, identical on every platform.
+        r"""Return the SHA-256 hex digest of ``canonical_json()`` as UTF-8, the same everywhere.
+
+        A lone surrogate in a string of the plan is hashed as its JSON escape ``\udXXX``
+        (UTF-8 cannot encode it), so the hash never raises.
 
         It is a method, as in 0.1; the report's ``plan_hash`` is a field holding its value.
         """
         if self._hash is None:
             hasher = hashlib.sha256()
             for piece in self._json_pieces():
-                hasher.update(piece.encode("utf-8"))
+                hasher.update(utf8(piece))
             digest = hasher.hexdigest()
             object.__setattr__(self, "_hash", digest)
             return digest
         return self._hash
 
 
-def plan_from_table(  # noqa: PLR0917 - the plan's fields, in its constructor's order
+def plan_from_table(  # noqa: PLR0917 - the plan's fields, in the order they are declared
     table: ActionTable,
     requests: tuple[SummarizationRequest, ...],
     tokens_before: int,

@@ -11,12 +11,15 @@ if TYPE_CHECKING:
 __all__ = ["CompactedTranscript", "CompactionReport"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionReport:
     """What a plan did, in the shape an application emits as its ``context.compacted`` event.
 
     Every figure is copied from the plan; every id list is in transcript order (``summary_turn_ids``
     in view order). ``to_dict()`` is plain JSON.
+
+    .. versionchanged:: 0.1.0
+       Keyword-only, as in 0.1.
     """
 
     plan_hash: str

@@ -7,14 +7,16 @@ Every value is a frozen, slotted dataclass that refuses bad fields where it is b
 from __future__ import annotations
 
 import enum
-import hashlib
 import math
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 from baseaicore import ValidationError
+
+from cutctx._core.digest import json_string_digest
 
 __all__ = [
     "DEFAULT_PLACEHOLDER",
@@ -62,12 +64,30 @@ class Action(enum.StrEnum):
     DROP = "drop"
 
 
-def _refuse(owner: str, name: str, expected: str, value: object) -> ValidationError:
-    """Build the one-line error for a field that is not what it must be."""
-    return ValidationError(
-        f"{owner}.{name} must be {expected}, got {type(value).__name__} {value!r:.80}",
-        details={"field": f"{owner}.{name}", "expected": expected, "type": type(value).__name__},
-    )
+def _refuse(
+    owner: str,
+    name: str,
+    expected: str,
+    value: object,
+    *,
+    key: str | None = None,
+    got: str | None = None,
+) -> ValidationError:
+    """Build the one-line error for a field that is not what it must be.
+
+    ``details`` names the field, what it must be and the value's type, and holds the offending
+    value itself under the field's own name (``key``, by default ``name``) when it is a plain
+    scalar; a turn's content never goes into ``details``.
+    """
+    details: dict[str, Any] = {
+        "field": f"{owner}.{name}",
+        "expected": expected,
+        "type": type(value).__name__,
+    }
+    if name != "content" and (value is None or isinstance(value, str | int | float)):
+        details[key or name] = value
+    got = got or f"{type(value).__name__} {value!r:.80}"
+    return ValidationError(f"{owner}.{name} must be {expected}, got {got}", details=details)
 
 
 def check_str(owner: str, name: str, value: object, *, empty: bool = False) -> str:
@@ -77,10 +97,33 @@ def check_str(owner: str, name: str, value: object, *, empty: bool = False) -> s
     return value
 
 
+_NAMES: Final = {
+    "turn_id": "a non-empty turn_id",
+    "group_id": "a non-empty group_id",
+    "prompt_id": "the name of a versioned prompt record",
+    "placeholder": "a non-empty placeholder",
+}
+"""What each kind of name must be, in the words of 0.1's messages."""
+
+
+def check_name(owner: str, name: str, value: object, kind: str, *, key: str | None = None) -> str:
+    """Return ``value`` if it is a string holding more than whitespace, else raise.
+
+    For the names 0.1 refuses when blank (``kind``: a turn id, a group id, a prompt record or
+    a placeholder): whitespace alone counts as empty.
+    """
+    # ``isspace`` is false for "" and allocates nothing (``strip`` would copy every id).
+    if not isinstance(value, str) or not value or value.isspace():
+        raise _refuse(owner, name, _NAMES[kind], value, key=key)
+    return value
+
+
 def check_count(owner: str, name: str, value: object) -> int:
     """Return ``value`` if it is an int (not a bool) that is at least zero, else raise."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int):
         raise _refuse(owner, name, "an int >= 0", value)
+    if value < 0:
+        raise _refuse(owner, name, "an int >= 0", value, got=f"a negative {name}: {value}")
     return value
 
 
@@ -99,7 +142,7 @@ def check_ratio(owner: str, name: str, value: object) -> float:
         or not math.isfinite(value)
         or value <= 0
     ):
-        raise _refuse(owner, name, "a finite number > 0", value)
+        raise _refuse(owner, name, "a finite positive number", value)
     return float(value)
 
 
@@ -140,7 +183,7 @@ class TranscriptTurn:
     metadata: Mapping[str, str] = field(default=EMPTY_METADATA, hash=False)
 
     def __post_init__(self) -> None:
-        check_str("TranscriptTurn", "turn_id", self.turn_id)
+        check_name("TranscriptTurn", "turn_id", self.turn_id, "turn_id")
         if not isinstance(self.role, Role):
             raise _refuse("TranscriptTurn", "role", "a cutctx.Role", self.role)
         check_str("TranscriptTurn", "content", self.content, empty=True)
@@ -172,15 +215,19 @@ class TranscriptTurn:
 class Transcript:
     """An ordered, immutable sequence of turns with unique ids.
 
-    A list is accepted and stored as a tuple. A compacted view is an ordinary transcript: it can
-    be planned over again, its summary turns included.
+    A list is accepted and stored as a tuple; ``Transcript()`` is the empty transcript. A
+    compacted view is an ordinary transcript: it can be planned over again, its summary turns
+    included.
+
+    .. versionchanged:: 0.1.0
+       ``turns`` defaults to ``()``, as in 0.1.
 
     Raises:
         ValidationError: if ``turns`` is not a sequence of ``TranscriptTurn`` or two turns share
             an id.
     """
 
-    turns: tuple[TranscriptTurn, ...]
+    turns: tuple[TranscriptTurn, ...] = ()
     _total: int = field(init=False, repr=False, compare=False, hash=False)
     # Derived structure (see cutctx._core.invariants.layout), by protected_recent_turns.
     _layouts: dict[int, object] = field(init=False, repr=False, compare=False, hash=False)
@@ -200,10 +247,7 @@ class Transcript:
                     details={"field": "Transcript.turns", "index": index},
                 )
             if turn.turn_id in seen:
-                raise ValidationError(
-                    f"Transcript.turns holds the turn id {turn.turn_id!r} twice",
-                    details={"field": "Transcript.turns", "index": index, "turn_id": turn.turn_id},
-                )
+                raise _duplicate_turns(turns, index)
             seen.add(turn.turn_id)
             total += turn.token_estimate
         if isinstance(turns, list):
@@ -223,6 +267,27 @@ class Transcript:
             ids = tuple([turn.turn_id for turn in self.turns])
             object.__setattr__(self, "_ids", ids)
         return ids
+
+
+def _duplicate_turns(turns: Sequence[object], index: int) -> ValidationError:
+    """Build the error for turn ids held twice: the first repeat, and every repeated id sorted.
+
+    The slow path of a refusal: it reads every turn, so the caller hears of all of them at once.
+    """
+    first = turns[index]
+    assert isinstance(first, TranscriptTurn)  # noqa: S101 - the caller checked it
+    counts = Counter(turn.turn_id for turn in turns if isinstance(turn, TranscriptTurn))
+    repeated = sorted(turn_id for turn_id, count in counts.items() if count > 1)
+    return ValidationError(
+        f"Transcript.turns holds the turn id {first.turn_id!r} twice"
+        + (f" ({len(repeated)} ids are repeated)" if len(repeated) > 1 else ""),
+        details={
+            "field": "Transcript.turns",
+            "index": index,
+            "turn_id": first.turn_id,
+            "duplicate_turn_ids": repeated,
+        },
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +317,13 @@ class TurnReplacement:
         check_str("TurnReplacement", "content", self.content, empty=True)
         check_count("TurnReplacement", "token_estimate", self.token_estimate)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"content": ..., "token_estimate": ...}``, as a plan's ``to_dict()`` writes it.
+
+        .. versionadded:: 0.1.0
+        """
+        return {"content": self.content, "token_estimate": self.token_estimate}
+
 
 @dataclass(frozen=True, slots=True)
 class TurnAction:
@@ -266,7 +338,7 @@ class TurnAction:
     replacement: TurnReplacement | None = None
 
     def __post_init__(self) -> None:
-        check_str("TurnAction", "turn_id", self.turn_id)
+        check_name("TurnAction", "turn_id", self.turn_id, "turn_id")
         if not isinstance(self.action, Action):
             raise _refuse("TurnAction", "action", "a cutctx.Action", self.action)
         if (self.action is Action.SUMMARIZE) != (self.summary_group is not None):
@@ -276,7 +348,7 @@ class TurnAction:
                 details={"field": "TurnAction.summary_group", "turn_id": self.turn_id},
             )
         if self.summary_group is not None:
-            check_str("TurnAction", "summary_group", self.summary_group)
+            check_name("TurnAction", "summary_group", self.summary_group, "group_id")
         if (self.action is Action.MASK) != (self.replacement is not None):
             raise ValidationError(
                 f"TurnAction for {self.turn_id!r}: replacement is set exactly when the action "
@@ -285,6 +357,19 @@ class TurnAction:
             )
         if self.replacement is not None and not isinstance(self.replacement, TurnReplacement):
             raise _refuse("TurnAction", "replacement", "a TurnReplacement", self.replacement)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the action as plain JSON data: one entry of a plan's ``to_dict()["actions"]``.
+
+        .. versionadded:: 0.1.0
+        """
+        replacement = self.replacement
+        return {
+            "action": self.action.value,
+            "replacement": None if replacement is None else replacement.to_dict(),
+            "summary_group": self.summary_group,
+            "turn_id": self.turn_id,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,23 +385,66 @@ class SummarizationRequest:
     prompt_id: str
 
     def __post_init__(self) -> None:
-        check_str("SummarizationRequest", "group_id", self.group_id)
-        if not isinstance(self.turn_ids, tuple | list) or not self.turn_ids:
-            raise _refuse(
-                "SummarizationRequest", "turn_ids", "a non-empty tuple of str", self.turn_ids
+        check_name("SummarizationRequest", "group_id", self.group_id, "group_id")
+        turn_ids = self.turn_ids
+        if not isinstance(turn_ids, tuple | list):
+            raise _refuse("SummarizationRequest", "turn_ids", "a non-empty tuple of str", turn_ids)
+        if not turn_ids:
+            raise ValidationError(
+                f"SummarizationRequest {self.group_id!r} covers no turns: turn_ids must be a "
+                "non-empty tuple of str",
+                details={
+                    "field": "SummarizationRequest.turn_ids",
+                    "expected": "a non-empty tuple of str",
+                    "type": type(turn_ids).__name__,
+                    "turn_ids": [],
+                },
             )
-        for turn_id in self.turn_ids:
-            check_str("SummarizationRequest", "turn_ids[]", turn_id)
-        if isinstance(self.turn_ids, list):
-            object.__setattr__(self, "turn_ids", tuple(self.turn_ids))
+        for turn_id in turn_ids:
+            check_name("SummarizationRequest", "turn_ids[]", turn_id, "turn_id", key="turn_id")
+        if len(set(turn_ids)) != len(turn_ids):
+            repeated = sorted({turn_id for turn_id in turn_ids if turn_ids.count(turn_id) > 1})
+            raise ValidationError(
+                f"SummarizationRequest {self.group_id!r} repeats the turn ids {repeated!r:.80}",
+                details={
+                    "field": "SummarizationRequest.turn_ids",
+                    "expected": "distinct turn ids",
+                    "duplicate_turn_ids": repeated,
+                },
+            )
+        if isinstance(turn_ids, list):
+            object.__setattr__(self, "turn_ids", tuple(turn_ids))
         check_count("SummarizationRequest", "target_tokens", self.target_tokens)
-        check_str("SummarizationRequest", "prompt_id", self.prompt_id)
+        check_name("SummarizationRequest", "prompt_id", self.prompt_id, "prompt_id")
+
+    @property
+    def summary_turn_id(self) -> str:
+        """The id of the turn the summary becomes: ``SUMMARY_TURN_ID_PREFIX + group_id``.
+
+        .. versionadded:: 0.1.0
+        """
+        return SUMMARY_TURN_ID_PREFIX + self.group_id
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the request as plain JSON data: one entry of a plan's requests in ``to_dict()``.
+
+        .. versionadded:: 0.1.0
+        """
+        return {
+            "group_id": self.group_id,
+            "turn_ids": list(self.turn_ids),
+            "target_tokens": self.target_tokens,
+            "prompt_id": self.prompt_id,
+        }
 
 
 def group_id_for(turn_ids: tuple[str, ...] | list[str]) -> str:
-    """Return a span's group id: the prefix and 16 hex digits of SHA-256 over NUL-joined ids."""
-    digest = hashlib.sha256("\0".join(turn_ids).encode("utf-8")).hexdigest()
-    return GROUP_ID_PREFIX + digest[:16]
+    r"""Return a span's group id: the prefix and the first 16 hex digits of its ids' digest.
+
+    The digest is ``json_string_digest`` of the ids joined by NUL, i.e.
+    ``baseaicore.sha256_of("\0".join(turn_ids))`` as 0.1 computes it.
+    """
+    return GROUP_ID_PREFIX + json_string_digest("\0".join(turn_ids))[:16]
 
 
 # Hot-path constructors. cutctx's own plan builder, executor and chain make many values from parts

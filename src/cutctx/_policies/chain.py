@@ -61,9 +61,14 @@ class PolicyChain(BuiltinPolicy):
         for position, member in enumerate(members):
             if not isinstance(member, CompactionPolicy):
                 raise ValidationError(
-                    f"PolicyChain.policies[{position}] is not a policy "
+                    f"PolicyChain.policies[{position}] is not a CompactionPolicy "
                     f"(needs name, version and decide), got {type(member).__name__}",
-                    details={"field": "PolicyChain.policies", "index": position},
+                    details={
+                        "field": "PolicyChain.policies",
+                        "index": position,
+                        "expected": "a CompactionPolicy",
+                        "type": type(member).__name__,
+                    },
                 )
         self._policies = members
         self._name = "chain(" + "+".join(f"{p.name}@{p.version}" for p in members) + ")"

@@ -8,14 +8,14 @@ and calls ``build_plan`` once, against the real transcript.
 
 from __future__ import annotations
 
-import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Final, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from baseaicore import ValidationError
 
 from cutctx._core.actions import CODES, MASK, MASKED, ActionTable, indices, is_plain
+from cutctx._core.digest import json_string_digest
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.invariants import Layout, layout
 from cutctx._core.plan import CompactionPlan, plan_from_table
@@ -57,22 +57,13 @@ class Group:
     prompt_id: str
 
 
-_SLICE: Final = 4096
-"""Characters encoded at a time when a body is hashed: a large body is never copied whole."""
-
-
 def content_digest(content: str) -> str:
-    """Return the SHA-256 hex digest of ``content`` as UTF-8 (what a stub carries).
+    """Return the digest a stub carries: ``baseaicore.sha256_of(content)``, as 0.1 writes it.
 
-    hashlib needs bytes; a body longer than ``_SLICE`` characters is encoded and hashed a slice
-    at a time, so hashing holds a bounded copy of it, never the whole body again.
+    That is the SHA-256 of ``content`` written as a JSON string, as UTF-8, hashed a slice at a
+    time so a large body is never copied whole; it never raises (see ``json_string_digest``).
     """
-    if len(content) <= _SLICE:
-        return hashlib.sha256(content.encode("utf-8")).hexdigest()
-    digest = hashlib.sha256()
-    for start in range(0, len(content), _SLICE):
-        digest.update(content[start : start + _SLICE].encode("utf-8"))
-    return digest.hexdigest()
+    return json_string_digest(content)
 
 
 def stub_text(placeholder: str, token_estimate: int, digest: str) -> str:
@@ -92,7 +83,7 @@ class Stub(NamedTuple):
     token_estimate: int
 
     def text(self, turn: TranscriptTurn) -> str:
-        """Return the stub text for ``turn``, the SHA-256 of its UTF-8 content included."""
+        """Return the stub text for ``turn``, the digest of its content included."""
         return stub_text(self.placeholder, turn.token_estimate, content_digest(turn.content))
 
     def resolve(self, turn: TranscriptTurn) -> TurnReplacement:

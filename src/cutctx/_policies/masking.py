@@ -20,7 +20,9 @@ from cutctx._core.values import (
     Transcript,
     TranscriptTurn,
     TurnReplacement,
+    check_bool,
     check_count,
+    check_name,
     check_str,
 )
 from cutctx._policies.draft import (
@@ -57,10 +59,12 @@ _A_DIGEST: Final = "0" * 64
 
 
 class ObservationMaskingPolicy(BuiltinPolicy):
-    """Masks old ``TOOL`` bodies, oldest first, only until the budget fits.
+    r"""Masks old ``TOOL`` bodies, oldest first, only until the budget fits.
 
     A stub reads ``{placeholder} (original: {n} tokens, sha256:{hex})``: the label, the original's
-    token estimate and the SHA-256 of its UTF-8 text, never an excerpt. It is priced by
+    token estimate and the SHA-256 of the original written as a JSON string
+    (``baseaicore.sha256_of(content)``, as 0.1 writes it; a lone surrogate is hashed as its
+    ``\udXXX`` escape), never an excerpt. It is priced by
     ``estimator`` (``CharRatioEstimator()`` when ``None``), and a turn whose stub would not be
     smaller is left alone. The ``keep_recent_results`` most recent ``TOOL`` turns are never
     masked, whatever the budget; neither is an untouchable turn nor one already masked, nor a
@@ -70,9 +74,9 @@ class ObservationMaskingPolicy(BuiltinPolicy):
     nothing is masked.
 
     Raises:
-        ValidationError: for a negative ``keep_recent_results`` or ``min_reclaim``, an empty or
-            non-string ``placeholder`` or tool name, or an ``estimator`` without
-            ``estimate_tokens``.
+        ValidationError: for a negative ``keep_recent_results`` or ``min_reclaim``, an empty,
+            blank or non-string ``placeholder``, an empty or non-string tool name, or an
+            ``estimator`` without ``estimate_tokens``.
 
     .. versionchanged:: 0.1.0
        ``exclude_tools`` and ``min_reclaim``; the defaults decide as before.
@@ -101,7 +105,7 @@ class ObservationMaskingPolicy(BuiltinPolicy):
     ) -> None:
         owner = "ObservationMaskingPolicy"
         self._keep_recent_results = check_count(owner, "keep_recent_results", keep_recent_results)
-        self._placeholder = check_str(owner, "placeholder", placeholder)
+        self._placeholder = check_name(owner, "placeholder", placeholder, "placeholder")
         self._estimator = check_estimator(owner, estimator)
         if isinstance(exclude_tools, str):
             raise ValidationError(
@@ -151,6 +155,20 @@ class ObservationMaskingPolicy(BuiltinPolicy):
             f"placeholder={self._placeholder!r}, estimator={self._estimator!r}, "
             f"exclude_tools={self._exclude_tools!r}, min_reclaim={self._min_reclaim})"
         )
+
+    def estimator_ratio_if_used(self, estimated_anything: bool) -> float | None:
+        """Return the ratio a plan records: the character default's, if it priced a stub.
+
+        ``None`` when ``estimated_anything`` is false or the estimator is not a
+        ``CharRatioEstimator`` (another estimator is recorded by name).
+
+        Raises:
+            ValidationError: if ``estimated_anything`` is not a bool.
+
+        .. versionadded:: 0.1.0
+        """
+        check_bool("ObservationMaskingPolicy", "estimated_anything", estimated_anything)
+        return estimator_marks(self._estimator)[0] if estimated_anything else None
 
     def stub(self, content: str, token_estimate: int) -> str:
         """Return the stub that would replace a body of ``content`` priced at ``token_estimate``."""

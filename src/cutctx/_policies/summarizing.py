@@ -6,10 +6,19 @@ from typing import TYPE_CHECKING, ClassVar
 
 from baseaicore import ValidationError
 
-from cutctx._core.values import Action, CompactionBudget, Transcript, check_count, check_str
+from cutctx._core.values import (
+    Action,
+    CompactionBudget,
+    Transcript,
+    check_count,
+    check_name,
+    check_ratio,
+)
 from cutctx._policies.draft import BuiltinPolicy, Draft, Group, keep_all
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cutctx._core.invariants import Layout
 
 __all__ = ["SummarizingPolicy"]
@@ -22,11 +31,16 @@ class SummarizingPolicy(BuiltinPolicy):
     turn, narrowed until every exchange it touches lies wholly inside it, and taken only if at
     least ``min_span_turns`` long; the whole span is folded into one ``SummarizationRequest``
     (one model call) whose ``target_tokens`` is ``max(1, round(span_tokens * target_ratio))``
-    (Python's ``round``: half to even). Nothing is planned when the transcript already fits.
+    (Python's ``round``: half to even). A span whose target is not smaller than its own tokens
+    is skipped for the next one (so ``target_ratio=1.5`` plans nothing). Nothing is planned when
+    the transcript already fits.
 
     Raises:
-        ValidationError: for an empty ``prompt_id``, a ``target_ratio`` outside ``(0, 1]`` or a
-            ``min_span_turns`` below 1.
+        ValidationError: for an empty or blank ``prompt_id``, a ``target_ratio`` that is not a
+            finite number above 0, or a ``min_span_turns`` below 1.
+
+    .. versionchanged:: 0.1.0
+       As in 0.1, any finite ``target_ratio`` above 0 is accepted.
     """
 
     __slots__ = ("_min_span_turns", "_prompt_id", "_target_ratio")
@@ -36,22 +50,13 @@ class SummarizingPolicy(BuiltinPolicy):
     _PRICES_ONLY: ClassVar[bool] = True
 
     def __init__(self, prompt_id: str, target_ratio: float = 0.2, min_span_turns: int = 4) -> None:
-        self._prompt_id = check_str("SummarizingPolicy", "prompt_id", prompt_id)
-        if (
-            isinstance(target_ratio, bool)
-            or not isinstance(target_ratio, int | float)
-            or not 0 < target_ratio <= 1
-        ):
-            raise ValidationError(
-                f"SummarizingPolicy.target_ratio must be a number in (0, 1], got {target_ratio!r}",
-                details={"field": "SummarizingPolicy.target_ratio"},
-            )
-        self._target_ratio = float(target_ratio)
+        self._prompt_id = check_name("SummarizingPolicy", "prompt_id", prompt_id, "prompt_id")
+        self._target_ratio = check_ratio("SummarizingPolicy", "target_ratio", target_ratio)
         self._min_span_turns = check_count("SummarizingPolicy", "min_span_turns", min_span_turns)
         if self._min_span_turns < 1:
             raise ValidationError(
                 "SummarizingPolicy.min_span_turns must be at least 1, got 0",
-                details={"field": "SummarizingPolicy.min_span_turns"},
+                details={"field": "SummarizingPolicy.min_span_turns", "min_span_turns": 0},
             )
 
     @property
@@ -79,25 +84,34 @@ class SummarizingPolicy(BuiltinPolicy):
         del transcript  # decided from the layout alone (_PRICES_ONLY)
         if shape.total <= budget.max_tokens:
             return keep_all(shape)
-        span = oldest_span(shape, self._min_span_turns)
+        tokens, ratio = shape.tokens, self._target_ratio
+
+        def shrinks(first: int, last: int) -> bool:
+            span_tokens = sum(tokens[first : last + 1])
+            return max(1, round(span_tokens * ratio)) < span_tokens
+
+        span = oldest_span(shape, self._min_span_turns, shrinks)
         draft = keep_all(shape)
         if span is None:
             return draft
         first, last = span
         members = range(first, last + 1)
         draft.actions[first : last + 1] = [Action.SUMMARIZE] * len(members)
-        span_tokens = sum(shape.tokens[first : last + 1])
-        target = max(1, round(span_tokens * self._target_ratio))
+        span_tokens = sum(tokens[first : last + 1])
+        target = max(1, round(span_tokens * ratio))
         draft.groups.append(Group(members, target, self._prompt_id))
         draft.tokens += target - span_tokens
         return draft
 
 
-def oldest_span(shape: Layout, min_turns: int) -> tuple[int, int] | None:
+def oldest_span(
+    shape: Layout, min_turns: int, accept: Callable[[int, int], bool]
+) -> tuple[int, int] | None:
     """Return the oldest span (first, last) of at least ``min_turns`` removable whole exchanges.
 
     Runs of removable turns are split at every turn whose exchange reaches outside the piece it
-    sits in, until each piece holds only whole exchanges; the first piece long enough wins.
+    sits in, until each piece holds only whole exchanges; the first piece long enough that
+    ``accept(first, last)`` wins, and a piece it refuses is skipped for the next.
     """
     units = shape.units
     unit_of, unit_last, locked = units.unit_of, units.unit_last, units.locked
@@ -123,7 +137,9 @@ def oldest_span(shape: Layout, min_turns: int) -> tuple[int, int] | None:
             if unit_of[position] < first or unit_last[unit_of[position]] > last
         ]
         if not outside:
-            return first, last
+            if accept(first, last):
+                return first, last
+            continue
         bounds = [first - 1, *outside, last + 1]
         pieces.extend(
             (bounds[k] + 1, bounds[k + 1] - 1)

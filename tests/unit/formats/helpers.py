@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING
+
+from baseaicore import sha256_of
 
 from cutctx import DEFAULT_PLACEHOLDER, TokenizerEstimator
 
@@ -20,6 +21,6 @@ WORDS = TokenizerEstimator(words, name="words", per_message=3)
 
 
 def stub(body: str, tokens: int) -> str:
-    """The masking stub for ``body`` priced at ``tokens``, restated from SPEC section 5."""
-    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    """The masking stub for ``body`` priced at ``tokens``, restated from docs/policies.md."""
+    digest = sha256_of(body)
     return f"{DEFAULT_PLACEHOLDER} (original: {tokens} tokens, sha256:{digest})"
