@@ -291,6 +291,7 @@ class TestPriorityPolicy:
             ({"keep_recent_results": -1}, "keep_recent_results"),
             ({"keep_recent_results": True}, "keep_recent_results"),
             ({"placeholder": ""}, "placeholder"),
+            ({"placeholder": "  "}, "placeholder"),
             ({"estimator": object()}, "estimator"),
         ],
     )

@@ -22,7 +22,7 @@ from cutctx._core.values import (
     TranscriptTurn,
     check_bool,
     check_count,
-    check_str,
+    check_name,
 )
 from cutctx._policies.draft import BuiltinPolicy, Draft, estimator_marks, keep_all
 from cutctx._policies.drop import drop_actions, drop_in_order
@@ -91,7 +91,7 @@ class PriorityPolicy(BuiltinPolicy):
         owner = "PriorityPolicy"
         self._mask_results = check_bool(owner, "mask_results", mask_results)
         self._keep_recent_results = check_count(owner, "keep_recent_results", keep_recent_results)
-        self._placeholder = check_str(owner, "placeholder", placeholder)
+        self._placeholder = check_name(owner, "placeholder", placeholder, "placeholder")
         self._estimator = check_estimator(owner, estimator)
 
     @property
