@@ -8,6 +8,7 @@ exchanges dropped as ``DropOldestPolicy`` drops them (``drop_in_order``).
 from __future__ import annotations
 
 import re
+from itertools import groupby
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from baseaicore import ValidationError
@@ -25,7 +26,7 @@ from cutctx._core.values import (
     check_name,
 )
 from cutctx._policies.draft import BuiltinPolicy, Draft, estimator_marks, keep_all
-from cutctx._policies.drop import drop_actions, drop_in_order
+from cutctx._policies.drop import drop_actions, drop_in_order, unit_heads
 from cutctx._policies.masking import (
     Stubber,
     check_estimator,
@@ -35,7 +36,7 @@ from cutctx._policies.masking import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, MutableSequence, Sequence
+    from collections.abc import Callable, Iterable, MutableSequence, Sequence
 
     from cutctx._core.invariants import Layout, Units
     from cutctx._core.protocols import TokenEstimator
@@ -135,7 +136,8 @@ class PriorityPolicy(BuiltinPolicy):
         units = shape.units
         level = _exchange_levels(units, priorities)
         unit_of = units.unit_of
-        heads = _by_level((i for i, unit in enumerate(unit_of) if unit == i), level, unit_of)
+        # A unit is named by its earliest member, so its level is ``level[unit]``.
+        heads = _by_level(unit_heads(units), level.__getitem__)
         draft = Draft([Action.KEEP] * len(turns), shape.total)
         unit_tokens = units.unit_tokens
         results: dict[int, list[int]] = {}
@@ -144,11 +146,14 @@ class PriorityPolicy(BuiltinPolicy):
             unit_tokens = unit_tokens[:]  # re-priced as stubs replace bodies
             stop = floor_start(turns, self._keep_recent_results)
             tool = Role.TOOL
-            results = _by_level((i for i in range(stop) if turns[i].role is tool), level, unit_of)
+            results = _by_level(
+                (i for i in range(stop) if turns[i].role is tool),
+                lambda index: level[unit_of[index]],
+            )
         stubber = Stubber(self._placeholder, self._estimator)
         masked = False
         dropped: set[int] = set()
-        for rank in sorted(heads):
+        for rank in heads:
             if rank in results:
                 if _mask_level(draft, shape, results[rank], unit_tokens, stubber, limit):
                     masked = True
@@ -176,24 +181,22 @@ def _exchange_levels(units: Units, priorities: Sequence[int]) -> list[int]:
     return level
 
 
-def _by_level(
-    indices: Iterable[int], level: Sequence[int], unit_of: Sequence[int]
-) -> dict[int, list[int]]:
-    """Return ``indices`` grouped by the level of their unit, each group in order."""
-    groups: dict[int, list[int]] = {}
-    for index in indices:
-        groups.setdefault(level[unit_of[index]], []).append(index)
-    return groups
+def _by_level(indices: Iterable[int], level_of: Callable[[int], int]) -> dict[int, list[int]]:
+    """Return ``indices`` grouped by ``level_of``, lowest level first, each group in order."""
+    ordered = sorted(indices, key=level_of)  # a stable sort keeps each level in order
+    return {rank: list(group) for rank, group in groupby(ordered, key=level_of)}
 
 
 def _drop_units(draft: Draft, units: Units, dropped: set[int]) -> None:
     """Mark every member of a ``dropped`` unit ``DROP`` (a masked member loses its stub)."""
+    if not draft.replacements:  # nothing masked: the drops are the whole decision
+        draft.actions = drop_actions(units, dropped)
+        return
     drop = Action.DROP
     for index, kind in enumerate(drop_actions(units, dropped)):
         if kind is drop:
             draft.actions[index] = drop
-            if draft.replacements:
-                draft.replacements[index] = None
+            draft.replacements[index] = None
 
 
 def _mask_level(  # noqa: PLR0917 - one private call site
