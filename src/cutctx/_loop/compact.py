@@ -37,8 +37,8 @@ __all__ = [
     "SUMMARY_PROMPT_ID",
     "CompactedMessages",
     "compact_messages",
-    "default_policy",
     "is_prioritized",
+    "priority_policy",
 ]
 
 SUMMARY_PROMPT_ID: Final = "cutctx.summary"
@@ -124,8 +124,10 @@ def compact_messages(
     )
     budget = CompactionBudget(max_tokens, protected_recent_turns)
     if policy is None:
-        policy = default_policy(
-            chosen, summarize=summarize is not None, prioritized=is_prioritized(transcript)
+        policy = (
+            priority_policy(chosen)
+            if is_prioritized(transcript)
+            else _default_policy(chosen, summarize=summarize is not None)
         )
     plan = policy.decide(transcript, budget)
     summaries: dict[str, str] = {}
@@ -163,17 +165,20 @@ def is_prioritized(transcript: Transcript) -> bool:
     return any(PRIORITY_METADATA in turn.metadata for turn in transcript.turns)
 
 
-def default_policy(
-    estimator: TokenEstimator, *, summarize: bool, prioritized: bool = False
-) -> CompactionPolicy:
-    """Return the policy to shed with when the caller names none.
+def priority_policy(estimator: TokenEstimator) -> PriorityPolicy:
+    """Return the policy of priority mode, in place of the default: it plans no summary.
 
-    In priority mode ``PriorityPolicy(mask_results=True)``, which plans no summary; otherwise
-    masking then drop-oldest, or with a summarizer the full default chain. Stubs are priced
-    with the same estimator as the messages: the budget guarantee needs it.
+    Its stubs are priced with the same estimator as the messages: the budget guarantee needs it.
     """
-    if prioritized:
-        return PriorityPolicy(mask_results=True, estimator=estimator)
+    return PriorityPolicy(mask_results=True, estimator=estimator)
+
+
+def _default_policy(estimator: TokenEstimator, *, summarize: bool) -> PolicyChain:
+    """Return masking then drop-oldest, or with a summarizer the full default chain.
+
+    The masking member prices stubs with the same estimator as the messages: the budget
+    guarantee needs it.
+    """
     masking = ObservationMaskingPolicy(estimator=estimator)
     if summarize:
         return PolicyChain((masking, SummarizingPolicy(SUMMARY_PROMPT_ID), DropOldestPolicy()))
