@@ -15,6 +15,7 @@ from cutctx import (
     DropOldestPolicy,
     ObservationMaskingPolicy,
     PolicyChain,
+    PriorityPolicy,
     Role,
     SummarizingPolicy,
     Transcript,
@@ -163,6 +164,32 @@ def entirely_pinned() -> Transcript:
     )
 
 
+def prioritized(level: int, turn: TranscriptTurn) -> TranscriptTurn:
+    """``turn`` at priority ``level`` (its ``cutctx.priority``)."""
+    return TranscriptTurn(
+        turn.turn_id,
+        turn.role,
+        turn.content,
+        turn.token_estimate,
+        turn.tool_call_id,
+        turn.pinned,
+        {**turn.metadata, "cutctx.priority": str(level)},
+    )
+
+
+def prioritized_agent() -> Transcript:
+    """A pinned brief, then six rounds of call, result and note at varied priorities (an
+    exchange's call and result often differ), and a last question without one."""
+    turns = [system("s", 30), prioritized(9, user("brief", 50, pinned=True))]
+    for k in range(6):
+        log = "".join(f"row {row} of lookup {k}\n" for row in range(15 + 8 * k))
+        turns.append(prioritized((k * 2) % 4, assistant(f"call{k}", 20, f"c{k}")))
+        turns.append(prioritized(k % 3, tool(f"result{k}", 120 + 45 * k, f"c{k}", content=log)))
+        turns.append(prioritized(1 + k % 2, assistant(f"note{k}", 25)))
+    turns.append(user("ask", 30))
+    return Transcript(tuple(turns))
+
+
 def empty() -> Transcript:
     """No turns at all."""
     return Transcript(())
@@ -176,6 +203,7 @@ CASES: dict[str, Callable[[], Transcript]] = {
     "scattered_exchange": scattered_exchange,
     "orphaned_result": orphaned_result,
     "entirely_pinned": entirely_pinned,
+    "prioritized_agent": prioritized_agent,
     "empty": empty,
 }
 
@@ -224,4 +252,8 @@ POLICIES: tuple[GoldenPolicy, ...] = (
             (SummarizingPolicy(PROMPT_ID), ObservationMaskingPolicy(), DropOldestPolicy())
         )
     ),
+    GoldenPolicy(PriorityPolicy),
+    # compact_messages' priority mode; one directory holds one configuration, so this one is
+    # recorded as a chain of one.
+    GoldenPolicy(lambda: PolicyChain((PriorityPolicy(mask_results=True),))),
 )

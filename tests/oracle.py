@@ -8,7 +8,7 @@ budget).
 
 A rule is described by a small tuple, so chains of rules can be restated too:
 ``Mask(keep_recent_results, placeholder)``, ``Summarize(prompt_id, target_ratio,
-min_span_turns)`` and ``Drop()``.
+min_span_turns)``, ``Drop()`` and ``Priority(mask_results, keep_recent_results, placeholder)``.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ class Mask:
 
     keep_recent_results: int = 2
     placeholder: str = PLACEHOLDER
+    exclude_tools: tuple[str, ...] = ()
+    min_reclaim: int = 0
 
 
 @dataclass(frozen=True)
@@ -54,15 +56,26 @@ class Drop:
     """The drop-oldest rule (it has no configuration)."""
 
 
-Rule = Mask | Summarize | Drop
+@dataclass(frozen=True)
+class Priority:
+    """The priority rule's configuration."""
+
+    mask_results: bool = False
+    keep_recent_results: int = 0
+    placeholder: str = PLACEHOLDER
+
+
+Rule = Mask | Summarize | Drop | Priority
 
 
 def rule_name(rule: Rule) -> str:
-    """The published name of a rule's policy."""
+    """The published name of a rule's policy (``priority`` for the priority rule)."""
     if isinstance(rule, Mask):
         return "observation_masking"
     if isinstance(rule, Summarize):
         return "summarizing"
+    if isinstance(rule, Priority):
+        return "priority"
     return "drop_oldest"
 
 
@@ -142,27 +155,39 @@ class Decision:
 
 
 def masking(transcript: Transcript, budget: CompactionBudget, rule: Mask) -> Decision:
-    """Mask old TOOL turns, oldest first, until the total fits."""
+    """Mask old TOOL turns, oldest first, until the total fits — and, with ``min_reclaim``,
+    until that much came back, or not at all if the eligible results give less."""
     decision = Decision()
     total = sum(turn.token_estimate for turn in transcript.turns)
+    if total <= budget.max_tokens:
+        return decision
     tool_positions = [p for p, t in enumerate(transcript.turns) if t.role == Role.TOOL]
     # The floor counts every TOOL turn, untouchable or not: it never moves.
     protected_tools = set(tool_positions[max(0, len(tool_positions) - rule.keep_recent_results) :])
+    eligible: list[tuple[TranscriptTurn, str, int]] = []
     for p in tool_positions:
-        if total <= budget.max_tokens:
-            break
         turn = transcript.turns[p]
         if p in protected_tools or is_untouchable(transcript, budget, p):
             continue
         if turn.metadata.get("cutctx.kind") == "masked":
             continue
+        if turn.metadata.get("cutctx.tool_name") in rule.exclude_tools:
+            continue
         stub = stub_text(rule.placeholder, turn)
         cost = math.ceil(len(stub) / CHARS_PER_TOKEN)
         if cost >= turn.token_estimate:
             continue
+        eligible.append((turn, stub, cost))
+    if sum(turn.token_estimate - cost for turn, _, cost in eligible) < rule.min_reclaim:
+        return decision
+    reclaimed = 0
+    for turn, stub, cost in eligible:
+        if total <= budget.max_tokens and reclaimed >= rule.min_reclaim:
+            break
         decision.masks[turn.turn_id] = (stub, cost)
         decision.ratio = CHARS_PER_TOKEN
         total = total - turn.token_estimate + cost
+        reclaimed += turn.token_estimate - cost
     return decision
 
 
@@ -245,12 +270,91 @@ def dropping(transcript: Transcript, budget: CompactionBudget) -> Decision:
     return decision
 
 
+def priority_of(turn: TranscriptTurn) -> int:
+    """A turn's ``cutctx.priority``: an optional minus and ASCII digits; 0 when absent."""
+    value = turn.metadata.get("cutctx.priority", "0")
+    digits = value.removeprefix("-")
+    if not digits or any(character not in "0123456789" for character in digits):
+        raise ValueError(f"turn {turn.turn_id}: priority {value!r} is not an integer")
+    return int(value)
+
+
+def level_of(transcript: Transcript, position: int) -> int:
+    """The level a turn is shed at: the highest priority in its exchange."""
+    return max(priority_of(transcript.turns[p]) for p in exchange_of(transcript, position))
+
+
+def prioritizing(transcript: Transcript, budget: CompactionBudget, rule: Priority) -> Decision:
+    """Level by level, lowest first: mask the level's results (if asked), then drop its
+    exchanges, each oldest first, until the total fits."""
+    decision = Decision()
+    turns = transcript.turns
+    total = sum(turn.token_estimate for turn in turns)
+    levels = sorted({level_of(transcript, p) for p in range(len(turns))})
+    tool_positions = [p for p, t in enumerate(turns) if t.role == Role.TOOL]
+    floor = set(tool_positions[max(0, len(tool_positions) - rule.keep_recent_results) :])
+    for level in levels:
+        if total <= budget.max_tokens:
+            break
+        if rule.mask_results:
+            candidates = [p for p in tool_positions if level_of(transcript, p) == level]
+            total = _mask_level(transcript, budget, rule, candidates, floor, total, decision)
+        seen: set[int] = set()
+        for p in range(len(turns)):
+            if total <= budget.max_tokens:
+                break
+            if p in seen:
+                continue
+            members = exchange_of(transcript, p)
+            seen.update(members)
+            if level_of(transcript, p) != level or not is_removable(transcript, budget, p):
+                continue
+            for q in members:
+                turn_id = turns[q].turn_id
+                decision.drops.add(turn_id)
+                if turn_id in decision.masks:  # a stub leaves with its exchange
+                    total -= decision.masks.pop(turn_id)[1]
+                else:
+                    total -= turns[q].token_estimate
+    return decision
+
+
+def _mask_level(  # noqa: PLR0917 - a private helper of prioritizing
+    transcript: Transcript,
+    budget: CompactionBudget,
+    rule: Priority,
+    candidates: list[int],
+    floor: set[int],
+    total: int,
+    decision: Decision,
+) -> int:
+    """Mask the level's results, oldest first, until the total fits; return the new total."""
+    for p in candidates:
+        if total <= budget.max_tokens:
+            break
+        turn = transcript.turns[p]
+        if p in floor or is_untouchable(transcript, budget, p):
+            continue
+        if turn.metadata.get("cutctx.kind") == "masked":
+            continue
+        stub = stub_text(rule.placeholder, turn)
+        cost = math.ceil(len(stub) / CHARS_PER_TOKEN)
+        if cost >= turn.token_estimate:
+            continue
+        decision.masks[turn.turn_id] = (stub, cost)
+        decision.ratio = CHARS_PER_TOKEN
+        total = total - turn.token_estimate + cost
+    return total
+
+
 def decide_rule(transcript: Transcript, budget: CompactionBudget, rule: Rule) -> Decision:
     """Run one rule."""
     if isinstance(rule, Mask):
         return masking(transcript, budget, rule)
     if isinstance(rule, Summarize):
         return summarizing(transcript, budget, rule)
+    if isinstance(rule, Priority):
+        return prioritizing(transcript, budget, rule)
     return dropping(transcript, budget)
 
 

@@ -8,6 +8,8 @@ the transcript's total.
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
 from cutctx import CompactionBudget, Role, Transcript, TranscriptTurn
@@ -71,3 +73,68 @@ def cases(draw: st.DrawFn, max_turns: int = 24) -> tuple[Transcript, CompactionB
     """A transcript and a budget for it."""
     transcript = draw(transcripts(max_turns))
     return transcript, draw(budgets(transcript))
+
+
+@st.composite
+def prioritized(draw: st.DrawFn, transcript: Transcript) -> Transcript:
+    """``transcript`` with priorities: each turn gets ``cutctx.priority`` from a few levels
+    (negative ones too) or none at all, so levels, ties and mixed exchanges all occur."""
+    turns = []
+    for original in transcript.turns:
+        level = draw(st.none() | st.integers(min_value=-1, max_value=3))
+        metadata = {**original.metadata, "cutctx.priority": str(level)}
+        turns.append(
+            original if level is None else dataclasses.replace(original, metadata=metadata)
+        )
+    return Transcript(tuple(turns))
+
+
+@st.composite
+def prioritized_cases(draw: st.DrawFn, max_turns: int = 24) -> tuple[Transcript, CompactionBudget]:
+    """A transcript whose turns carry priorities, and a budget for it."""
+    transcript = draw(prioritized(draw(transcripts(max_turns))))
+    return transcript, draw(budgets(transcript))
+
+
+@st.composite
+def prioritized_agent_cases(
+    draw: st.DrawFn, max_rounds: int = 8
+) -> tuple[Transcript, CompactionBudget]:
+    """An agent run of chat turns and call-and-results exchanges, each turn at its own priority
+    (so an exchange's members often differ), few pins, and a budget for it."""
+    turns: list[TranscriptTurn] = []
+    for round_ in range(draw(st.integers(min_value=1, max_value=max_rounds))):
+        results = draw(st.integers(min_value=0, max_value=2))
+        call = f"c{round_}" if results else None
+        roles = [Role.ASSISTANT] + [Role.TOOL] * results if call else [Role.USER]
+        for role in roles:
+            level = draw(st.integers(min_value=0, max_value=2))
+            turns.append(
+                TranscriptTurn(
+                    f"t{len(turns)}",
+                    role,
+                    draw(st.text(alphabet="ab \u00e9", max_size=40)),
+                    draw(st.integers(min_value=0, max_value=300)),
+                    call,
+                    draw(st.integers(min_value=0, max_value=14)) == 0,
+                    {"cutctx.priority": str(level)},
+                )
+            )
+    transcript = Transcript(tuple(turns))
+    return transcript, draw(budgets(transcript))
+
+
+TOOL_NAMES = ("search", "memory", "shell")
+
+
+@st.composite
+def named_tool_cases(draw: st.DrawFn, max_turns: int = 24) -> tuple[Transcript, CompactionBudget]:
+    """A case whose tool results mostly name their tool (``cutctx.tool_name``), as the formats
+    record it; some name none."""
+    transcript, budget = draw(cases(max_turns))
+    turns = []
+    for original in transcript.turns:
+        name = draw(st.none() | st.sampled_from(TOOL_NAMES)) if original.role is Role.TOOL else None
+        metadata = {**original.metadata, "cutctx.tool_name": str(name)}
+        turns.append(original if name is None else dataclasses.replace(original, metadata=metadata))
+    return Transcript(tuple(turns)), budget

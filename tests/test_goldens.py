@@ -34,7 +34,7 @@ def test_every_policy_case_and_budget_kind_is_recorded() -> None:
     """The goldens cover each policy, each case, and fitting, unmet and unsatisfiable budgets."""
     directories = {name.split("/")[0] for name in EXPECTED}
     assert directories == {golden.directory for golden in POLICIES}
-    assert len(directories) == 5
+    assert len(directories) == 7
     cases = {name.split("/")[1].split("__")[0] for name in EXPECTED}
     assert cases == set(CASES)
     assert any(name.endswith(".error.json") for name in EXPECTED)

@@ -66,6 +66,7 @@ from cutctx._policies.chain import PolicyChain as PolicyChain
 from cutctx._policies.chain import default_chain as default_chain
 from cutctx._policies.drop import DropOldestPolicy as DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy as ObservationMaskingPolicy
+from cutctx._policies.priority import PriorityPolicy as PriorityPolicy
 from cutctx._policies.summarizing import SummarizingPolicy as SummarizingPolicy
 
 __version__ = "0.1.0"
@@ -93,6 +94,7 @@ __all__ = [
     "ObservationMaskingPolicy",
     "PlanTranscriptMismatch",
     "PolicyChain",
+    "PriorityPolicy",
     "Role",
     "SummarizationRequest",
     "SummarizingPolicy",

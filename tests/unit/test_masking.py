@@ -65,10 +65,12 @@ class TestObservationMaskingPolicy:
         assert policy.keep_recent_results == 2
         assert policy.placeholder == DEFAULT_PLACEHOLDER == "[tool result masked by cutctx]"
         assert policy.estimator == CharRatioEstimator(4.0)
+        assert (policy.exclude_tools, policy.min_reclaim) == ((), 0)
         assert repr(policy) == (
             "ObservationMaskingPolicy(keep_recent_results=2, "
             "placeholder='[tool result masked by cutctx]', "
-            "estimator=CharRatioEstimator(chars_per_token=4.0))"
+            "estimator=CharRatioEstimator(chars_per_token=4.0), "
+            "exclude_tools=(), min_reclaim=0)"
         )
 
     def test_stub_text_is_label_count_and_sha256_of_the_body_as_a_json_string(self) -> None:
@@ -386,3 +388,112 @@ def test_a_body_is_digested_whole_whatever_its_length(length: int) -> None:
     content = ('aé中𝄞"\\\n\x01' * (length // 8 + 1))[:length]
     stub = ObservationMaskingPolicy().stub(content, 99)
     assert stub.endswith(f"sha256:{sha(content)})")
+
+
+def named(turn: TranscriptTurn, tool_name: str) -> TranscriptTurn:
+    """``turn`` recording the tool that produced it, as the formats do."""
+    return TranscriptTurn(
+        turn.turn_id,
+        turn.role,
+        turn.content,
+        turn.token_estimate,
+        turn.tool_call_id,
+        turn.pinned,
+        {"cutctx.tool_name": tool_name},
+    )
+
+
+def three_results() -> Transcript:
+    """610 tokens: results of 200 (memory), 150 (search) and 200 (search), then a question."""
+    return Transcript(
+        (
+            system("s", 10),
+            assistant("a1", 10, "c1"),
+            named(tool("r1", 200, "c1"), "memory"),
+            assistant("a2", 10, "c2"),
+            named(tool("r2", 150, "c2"), "search"),
+            assistant("a3", 10, "c3"),
+            named(tool("r3", 200, "c3"), "search"),
+            user("u", 20),
+        )
+    )
+
+
+class TestMaskingKnobs:
+    """``exclude_tools`` and ``min_reclaim``; each stub of a 3-digit count costs 32 tokens."""
+
+    def test_results_of_an_excluded_tool_are_never_masked(self) -> None:
+        policy = ObservationMaskingPolicy(0, exclude_tools=("memory",))
+        plan = policy.decide(three_results(), CompactionBudget(100, 1))
+        assert masked_ids(plan) == ["r2", "r3"]
+        # 610 - 118 - 168 = 324: still over, but memory stays whole.
+        assert (plan.tokens_after_estimate, plan.budget_unmet) == (324, True)
+        assert policy.exclude_tools == ("memory",)
+
+    def test_a_result_without_a_tool_name_is_not_excluded(self) -> None:
+        transcript = Transcript((assistant("a1", 10, "c1"), tool("r1", 200, "c1"), user("u", 5)))
+        policy = ObservationMaskingPolicy(0, exclude_tools=("memory",))
+        assert masked_ids(policy.decide(transcript, CompactionBudget(100, 1))) == ["r1"]
+
+    def test_min_reclaim_keeps_masking_past_the_fit(self) -> None:
+        # Masking r1 alone fits 500 (442) but reclaims only 168 of the 250 asked; r2 adds 118.
+        policy = ObservationMaskingPolicy(0, min_reclaim=250)
+        plan = policy.decide(three_results(), CompactionBudget(500, 1))
+        assert masked_ids(plan) == ["r1", "r2"]
+        assert plan.tokens_after_estimate == 610 - 168 - 118
+        assert policy.min_reclaim == 250
+
+    def test_min_reclaim_masks_nothing_when_every_eligible_result_gives_less(self) -> None:
+        # All three together reclaim 168 + 118 + 168 = 454.
+        policy = ObservationMaskingPolicy(0, min_reclaim=455)
+        plan = policy.decide(three_results(), CompactionBudget(500, 1))
+        assert masked_ids(plan) == []
+        assert (plan.tokens_after_estimate, plan.budget_unmet, plan.estimator_ratio) == (
+            610,
+            True,
+            None,
+        )
+        plan = ObservationMaskingPolicy(0, min_reclaim=454).decide(
+            three_results(), CompactionBudget(500, 1)
+        )
+        assert masked_ids(plan) == ["r1", "r2", "r3"]
+
+    def test_min_reclaim_never_masks_a_transcript_that_fits(self) -> None:
+        policy = ObservationMaskingPolicy(0, min_reclaim=100)
+        assert masked_ids(policy.decide(three_results(), CompactionBudget(610, 1))) == []
+
+    def test_excluded_results_do_not_count_towards_min_reclaim(self) -> None:
+        # Without memory's r1 the eligible give 118 + 168 = 286.
+        policy = ObservationMaskingPolicy(0, exclude_tools=["memory"], min_reclaim=300)
+        assert masked_ids(policy.decide(three_results(), CompactionBudget(500, 1))) == []
+
+    def test_the_defaults_plan_as_without_the_knobs(self) -> None:
+        budget = CompactionBudget(400, 1)
+        plain = ObservationMaskingPolicy(0).decide(three_results(), budget)
+        knobs = ObservationMaskingPolicy(0, exclude_tools=(), min_reclaim=0).decide(
+            three_results(), budget
+        )
+        assert knobs.to_json() == plain.to_json()
+        assert plain.policy_name == "observation_masking"
+        assert masked_ids(plain) == ["r1", "r2"]
+
+    def test_the_knobs_are_in_the_repr(self) -> None:
+        policy = ObservationMaskingPolicy(exclude_tools=("memory", "shell"), min_reclaim=64)
+        assert repr(policy).endswith("exclude_tools=('memory', 'shell'), min_reclaim=64)")
+
+    @pytest.mark.parametrize(
+        ("arguments", "field"),
+        [
+            ({"exclude_tools": "memory"}, "exclude_tools"),
+            ({"exclude_tools": ("memory", "")}, "exclude_tools"),
+            ({"exclude_tools": (3,)}, "exclude_tools"),
+            ({"min_reclaim": -1}, "min_reclaim"),
+            ({"min_reclaim": 1.5}, "min_reclaim"),
+        ],
+    )
+    def test_bad_knobs_raise_a_validation_error_naming_the_field(
+        self, arguments: dict[str, Any], field: str
+    ) -> None:
+        with pytest.raises(ValidationError) as caught:
+            ObservationMaskingPolicy(**arguments)
+        assert caught.value.details["field"] == f"ObservationMaskingPolicy.{field}"

@@ -21,6 +21,7 @@ from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
+from cutctx._policies.priority import PRIORITY_METADATA, PriorityPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
 from cutctx.formats._common import Binding, Pricer, shown, summary_text
@@ -35,7 +36,16 @@ if TYPE_CHECKING:
     from cutctx._core.values import SummarizationRequest, TranscriptTurn
     from cutctx.formats._common import Message
 
-__all__ = ["SUMMARY_PROMPT_ID", "CompactedMessages", "FormatName", "compact_messages"]
+__all__ = [
+    "SUMMARY_PROMPT_ID",
+    "CompactedMessages",
+    "FormatName",
+    "compact_messages",
+    "default_policy",
+    "is_prioritized",
+    "pin_first",
+    "priority_policy",
+]
 
 type FormatName = Literal["openai_chat", "openai_responses", "anthropic"]
 """The names ``format=`` takes; a misspelt one is a type error."""
@@ -76,6 +86,8 @@ def compact_messages[M: Message](
     protected_recent_turns: int = 4,
     keep_first: int = 0,
     keep_recent_results: int = 2,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> CompactedMessages[M]:
     """Compact provider ``messages`` to ``max_tokens`` and return them in the same format.
 
@@ -88,6 +100,12 @@ def compact_messages[M: Message](
     every plan keeps them. ``estimator`` prices everything (``CharRatioEstimator()`` by
     default); a plan that fits means the returned messages fit, counted by the format's
     ``count_tokens`` with the same estimator.
+
+    A message's ``"sticky": true`` (or a true ``pin(index, message)``) makes it untouchable and
+    its ``"priority": n`` (or ``priority(index, message)``) sets its priority; neither key is
+    sent on. When any message has a priority, the default policy is
+    ``PriorityPolicy(mask_results=True)`` (lowest priority shed first, results masked before
+    their exchanges are dropped) and nothing is summarized.
 
     >>> done = compact_messages([{"role": "user", "content": "hi"}], max_tokens=10,
     ...                         format="openai_chat")
@@ -103,7 +121,8 @@ def compact_messages[M: Message](
 
     .. versionchanged:: 0.1.0
        ``keep_first`` and ``keep_recent_results``; the default policy masks the recent results
-       too before it drops an exchange.
+       too before it drops an exchange; ``sticky`` and ``priority`` keys, the ``priority`` and
+       ``pin`` callables, priority mode.
     """
     module = _module(format)
     if summarize is not None and not callable(summarize):
@@ -117,13 +136,19 @@ def compact_messages[M: Message](
             details={"field": "policy"},
         )
     chosen: TokenEstimator = CharRatioEstimator() if estimator is None else estimator
-    transcript, binding = module.to_transcript(messages, estimator=chosen, system=system)
+    transcript, binding = module.to_transcript(
+        messages, estimator=chosen, system=system, priority=priority, pin=pin
+    )
     if keep_first:
         transcript = pin_first(transcript, binding, keep_first)
     budget = CompactionBudget(max_tokens, protected_recent_turns)
     if policy is None:
-        policy = default_policy(
-            chosen, keep_recent_results=keep_recent_results, summarize=summarize is not None
+        policy = (
+            priority_policy(chosen)
+            if is_prioritized(transcript)
+            else default_policy(
+                chosen, keep_recent_results=keep_recent_results, summarize=summarize is not None
+            )
         )
     plan = policy.decide(transcript, budget)
     summaries: dict[str, str] = {}
@@ -154,6 +179,19 @@ def _module(format: object) -> ModuleType:
         f"compact_messages: format must be one of {sorted(_FORMATS)}, got {shown(format, 60)}",
         details={"field": "format", "expected": sorted(_FORMATS)},
     )
+
+
+def is_prioritized(transcript: Transcript) -> bool:
+    """Whether any turn of ``transcript`` has a priority (``cutctx.priority``): priority mode."""
+    return any(PRIORITY_METADATA in turn.metadata for turn in transcript.turns)
+
+
+def priority_policy(estimator: TokenEstimator) -> PriorityPolicy:
+    """Return the policy of priority mode, in place of the default: it plans no summary.
+
+    Its stubs are priced with the same estimator as the messages: the budget guarantee needs it.
+    """
+    return PriorityPolicy(mask_results=True, estimator=estimator)
 
 
 def default_policy(

@@ -97,7 +97,7 @@ class PolicyChain(BuiltinPolicy):
                 # The first member decides over the real transcript: its draft is the state.
                 state.adopt(_member_draft(member, transcript, budget, shape))
                 continue
-            if isinstance(member, BuiltinPolicy) and member._PRICES_ONLY and not state.removes:
+            if isinstance(member, BuiltinPolicy) and member._prices_only() and not state.removes:
                 # A view that only masks keeps every turn in its place: a member that decides
                 # from figures alone gets the real layout re-priced instead of a projection.
                 draft = member._draft(transcript, budget, state.repriced(shape))

@@ -205,9 +205,10 @@ class BuiltinPolicy(ABC):
     _NAME: ClassVar[str]
     _VERSION: ClassVar[str]
     _PRICES_ONLY: ClassVar[bool] = False
-    """Whether ``_draft`` decides from the layout alone (its units, flags and figures), never
-    reading a turn: a chain may then hand it the real layout re-priced for a view that only
-    masks, instead of a projection."""
+    """Whether ``_draft`` decides from the layout alone (its units, flags and figures, and turn
+    metadata that masking leaves as it is), never reading a body or whether a turn is masked: a
+    chain may then hand it the real layout re-priced for a view that only masks, instead of a
+    projection. ``_prices_only`` answers it for one configuration."""
 
     @property
     def name(self) -> str:
@@ -218,6 +219,10 @@ class BuiltinPolicy(ABC):
     def version(self) -> str:
         """The version of the policy's behaviour: a change of behaviour bumps it."""
         return self._VERSION
+
+    def _prices_only(self) -> bool:
+        """Whether this configuration decides from the layout alone (see ``_PRICES_ONLY``)."""
+        return self._PRICES_ONLY
 
     @abstractmethod
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:

@@ -1,4 +1,8 @@
-"""``DropOldestPolicy``: the deterministic last resort."""
+"""``DropOldestPolicy``: the deterministic last resort.
+
+Dropping whole exchanges in a given order (``drop_in_order``) is shared with ``PriorityPolicy``,
+which drops one priority level at a time exactly as this policy drops the whole transcript.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,11 @@ from cutctx._core.values import Action, CompactionBudget, Transcript
 from cutctx._policies.draft import BuiltinPolicy, Draft, keep_all
 
 if TYPE_CHECKING:
-    from cutctx._core.invariants import Layout
+    from collections.abc import Iterable, Iterator, Sequence
 
-__all__ = ["DropOldestPolicy"]
+    from cutctx._core.invariants import Layout, Units
+
+__all__ = ["DropOldestPolicy", "drop_actions", "drop_in_order", "unit_heads"]
 
 
 class DropOldestPolicy(BuiltinPolicy):
@@ -42,14 +48,42 @@ class DropOldestPolicy(BuiltinPolicy):
         if total <= budget.max_tokens:
             return keep_all(shape)
         units = shape.units
-        locked, unit_tokens = units.locked, units.unit_tokens
         dropped: set[int] = set()
-        # Units in order of their earliest member: the oldest exchange first.
-        for index, unit in enumerate(units.unit_of):
-            if total <= budget.max_tokens:
-                break
-            if unit == index and not locked[unit]:
-                dropped.add(unit)
-                total -= unit_tokens[unit]
-        keep, drop = Action.KEEP, Action.DROP
-        return Draft([drop if unit in dropped else keep for unit in units.unit_of], total)
+        total = drop_in_order(
+            units, unit_heads(units), units.unit_tokens, total, budget.max_tokens, dropped
+        )
+        return Draft(drop_actions(units, dropped), total)
+
+
+def unit_heads(units: Units) -> Iterator[int]:
+    """Yield every unit (the index of its earliest member), oldest first."""
+    return (index for index, unit in enumerate(units.unit_of) if unit == index)
+
+
+def drop_in_order(  # noqa: PLR0917 - the units, the order, their prices and the running figures
+    units: Units,
+    heads: Iterable[int],
+    unit_tokens: Sequence[int],
+    total: int,
+    limit: int,
+    dropped: set[int],
+) -> int:
+    """Drop each unlocked unit of ``heads``, in that order, until ``total`` fits ``limit``.
+
+    ``unit_tokens`` prices each unit; the dropped units are added to ``dropped``. Returns the
+    estimate left.
+    """
+    locked = units.locked
+    for unit in heads:
+        if total <= limit:
+            break
+        if not locked[unit]:
+            dropped.add(unit)
+            total -= unit_tokens[unit]
+    return total
+
+
+def drop_actions(units: Units, dropped: set[int]) -> list[Action]:
+    """Return one action per turn: ``DROP`` for every member of a ``dropped`` unit, else keep."""
+    keep, drop = Action.KEEP, Action.DROP
+    return [drop if unit in dropped else keep for unit in units.unit_of]

@@ -1,4 +1,8 @@
-"""``ObservationMaskingPolicy``: replace old tool results with a digest stub, for free."""
+"""``ObservationMaskingPolicy``: replace old tool results with a digest stub, for free.
+
+The pieces that price a stub, offer the eligible results and mask them in order are shared with
+``PriorityPolicy``, which masks one priority level at a time with exactly the same stubs.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from cutctx._core.values import (
     check_bool,
     check_count,
     check_name,
+    check_str,
 )
 from cutctx._policies.draft import (
     BuiltinPolicy,
@@ -31,12 +36,24 @@ from cutctx._policies.draft import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+
     from cutctx._core.invariants import Layout
     from cutctx._core.protocols import TokenEstimator
 
-__all__ = ["ObservationMaskingPolicy"]
+__all__ = [
+    "TOOL_NAME_METADATA",
+    "ObservationMaskingPolicy",
+    "Stubber",
+    "check_estimator",
+    "floor_start",
+    "mask_in_order",
+    "offers",
+]
 
 MASKED_KIND: Final = "masked"
+TOOL_NAME_METADATA: Final = "cutctx.tool_name"
+"""The metadata key under which a tool result's turn names the tool that produced it."""
 _A_DIGEST: Final = "0" * 64
 """As long as a SHA-256 hex digest: all a length-only estimator needs to price a stub."""
 
@@ -50,14 +67,29 @@ class ObservationMaskingPolicy(BuiltinPolicy):
     ``\udXXX`` escape), never an excerpt. It is priced by
     ``estimator`` (``CharRatioEstimator()`` when ``None``), and a turn whose stub would not be
     smaller is left alone. The ``keep_recent_results`` most recent ``TOOL`` turns are never
-    masked, whatever the budget; neither is an untouchable turn nor one already masked.
+    masked, whatever the budget; neither is an untouchable turn nor one already masked, nor a
+    result of a tool named in ``exclude_tools`` (by its turn's ``cutctx.tool_name`` metadata).
+    With ``min_reclaim=n`` a plan that masks at all reclaims at least ``n`` tokens: masking goes
+    on past the fit until ``n`` came back, and if every eligible result together gives less,
+    nothing is masked.
 
     Raises:
-        ValidationError: for a negative ``keep_recent_results``, an empty, blank or non-string
-            ``placeholder`` or an ``estimator`` without ``estimate_tokens``.
+        ValidationError: for a negative ``keep_recent_results`` or ``min_reclaim``, an empty,
+            blank or non-string ``placeholder``, an empty or non-string tool name, or an
+            ``estimator`` without ``estimate_tokens``.
+
+    .. versionchanged:: 0.1.0
+       ``exclude_tools`` and ``min_reclaim``; the defaults decide as before.
     """
 
-    __slots__ = ("_estimator", "_keep_recent_results", "_placeholder")
+    __slots__ = (
+        "_estimator",
+        "_exclude_tools",
+        "_excluded",
+        "_keep_recent_results",
+        "_min_reclaim",
+        "_placeholder",
+    )
 
     _NAME: ClassVar[str] = "observation_masking"
     _VERSION: ClassVar[str] = "1.0.0"
@@ -68,21 +100,23 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         placeholder: str = DEFAULT_PLACEHOLDER,
         *,
         estimator: TokenEstimator | None = None,
+        exclude_tools: Iterable[str] = (),
+        min_reclaim: int = 0,
     ) -> None:
-        self._keep_recent_results = check_count(
-            "ObservationMaskingPolicy", "keep_recent_results", keep_recent_results
-        )
-        self._placeholder = check_name(
-            "ObservationMaskingPolicy", "placeholder", placeholder, "placeholder"
-        )
-        if estimator is not None and not callable(getattr(estimator, "estimate_tokens", None)):
+        owner = "ObservationMaskingPolicy"
+        self._keep_recent_results = check_count(owner, "keep_recent_results", keep_recent_results)
+        self._placeholder = check_name(owner, "placeholder", placeholder, "placeholder")
+        self._estimator = check_estimator(owner, estimator)
+        if isinstance(exclude_tools, str):
             raise ValidationError(
-                "ObservationMaskingPolicy.estimator must have estimate_tokens(text) -> int",
-                details={"field": "ObservationMaskingPolicy.estimator"},
+                f"{owner}.exclude_tools must be a collection of tool names, not one string",
+                details={"field": f"{owner}.exclude_tools"},
             )
-        self._estimator: TokenEstimator = (
-            estimator if estimator is not None else CharRatioEstimator()
+        self._exclude_tools = tuple(
+            check_str(owner, "exclude_tools", name) for name in exclude_tools
         )
+        self._excluded = frozenset(self._exclude_tools)
+        self._min_reclaim = check_count(owner, "min_reclaim", min_reclaim)
 
     @property
     def keep_recent_results(self) -> int:
@@ -99,10 +133,27 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         """The estimator that prices stubs."""
         return self._estimator
 
+    @property
+    def exclude_tools(self) -> tuple[str, ...]:
+        """The tools whose results are never masked, as given.
+
+        .. versionadded:: 0.1.0
+        """
+        return self._exclude_tools
+
+    @property
+    def min_reclaim(self) -> int:
+        """The fewest tokens a plan that masks at all must reclaim (0: no minimum).
+
+        .. versionadded:: 0.1.0
+        """
+        return self._min_reclaim
+
     def __repr__(self) -> str:
         return (
             f"ObservationMaskingPolicy(keep_recent_results={self._keep_recent_results}, "
-            f"placeholder={self._placeholder!r}, estimator={self._estimator!r})"
+            f"placeholder={self._placeholder!r}, estimator={self._estimator!r}, "
+            f"exclude_tools={self._exclude_tools!r}, min_reclaim={self._min_reclaim})"
         )
 
     def estimator_ratio_if_used(self, estimated_anything: bool) -> float | None:
@@ -128,55 +179,128 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         if total <= budget.max_tokens:
             return keep_all(shape)
         turns = transcript.turns
-        tool = Role.TOOL
-        stop = _floor_start(turns, self._keep_recent_results)
+        stop = floor_start(turns, self._keep_recent_results)
+        offered: Iterable[tuple[int, TurnReplacement | Stub]] = offers(
+            turns,
+            range(stop),
+            shape.untouchable,
+            Stubber(self._placeholder, self._estimator),
+            self._excluded,
+        )
+        reclaim = self._min_reclaim
+        if reclaim:
+            # Every eligible result is priced up front: below the minimum nothing is masked.
+            offered = list(offered)
+            available = sum(turns[i].token_estimate - r.token_estimate for i, r in offered)
+            if available < reclaim:
+                return keep_all(shape)
         draft = Draft([Action.KEEP] * len(turns), total, [None] * len(turns))
-        actions, replacements, untouchable = draft.actions, draft.replacements, shape.untouchable
-        masked = False
-        limit, mask = budget.max_tokens, Action.MASK
-        estimate = self._estimator.estimate_tokens
-        # The character default prices by length alone, so the digest can wait for the plan
-        # (see ``Stub``), and a stub's price depends only on the digits of the original's
-        # estimate: each length is priced once. Any other estimator prices the whole stub.
-        by_length = type(self._estimator) is CharRatioEstimator
-        stubs: dict[int, Stub] = {}
-        placeholder = self._placeholder
-        for index in range(stop):
-            if total <= limit:
-                break
-            turn = turns[index]
-            if turn.role is not tool:
-                continue
-            metadata = turn.metadata
-            if untouchable[index] or (
-                metadata is not EMPTY_METADATA and metadata.get("cutctx.kind") == MASKED_KIND
-            ):
-                continue
-            original = turn.token_estimate
-            replacement: TurnReplacement | Stub
-            if by_length:
-                digits = len(str(original))
-                replacement = stubs.get(digits) or stubs.setdefault(
-                    digits,
-                    Stub(placeholder, estimate(stub_text(placeholder, original, _A_DIGEST))),
-                )
-            else:
-                stub = self.stub(turn.content, original)
-                replacement = TurnReplacement(stub, estimate(stub))
-            cost = replacement.token_estimate
-            if cost >= original:
-                continue
-            actions[index] = mask
-            replacements[index] = replacement
-            masked = True
-            total -= original - cost
-        draft.tokens = total
-        if masked:
+        if mask_in_order(draft, turns, offered, budget.max_tokens, reclaim):
             draft.estimator_ratio, draft.estimator_name = estimator_marks(self._estimator)
         return draft
 
 
-def _floor_start(turns: tuple[TranscriptTurn, ...], keep: int) -> int:
+def check_estimator(owner: str, estimator: object) -> TokenEstimator:
+    """Return ``estimator`` (``CharRatioEstimator()`` for ``None``) or raise naming ``owner``."""
+    if estimator is None:
+        return CharRatioEstimator()
+    if not callable(getattr(estimator, "estimate_tokens", None)):
+        raise ValidationError(
+            f"{owner}.estimator must have estimate_tokens(text) -> int",
+            details={"field": f"{owner}.estimator"},
+        )
+    return estimator  # type: ignore[return-value]
+
+
+class Stubber:
+    """Prices the stub of one result for one label and estimator (``offer``)."""
+
+    __slots__ = ("_by_length", "_estimate", "_placeholder", "_stubs")
+
+    def __init__(self, placeholder: str, estimator: TokenEstimator) -> None:
+        self._placeholder = placeholder
+        self._estimate = estimator.estimate_tokens
+        # The character default prices by length alone, so the digest can wait for the plan
+        # (see ``Stub``), and a stub's price depends only on the digits of the original's
+        # estimate: each length is priced once. Any other estimator prices the whole stub.
+        self._by_length = type(estimator) is CharRatioEstimator
+        self._stubs: dict[int, Stub] = {}
+
+    def offer(self, turn: TranscriptTurn) -> TurnReplacement | Stub | None:
+        """Return the replacement of ``turn``'s body, or ``None`` if it would not be smaller."""
+        original = turn.token_estimate
+        placeholder = self._placeholder
+        replacement: TurnReplacement | Stub
+        if self._by_length:
+            digits = len(str(original))
+            stubs = self._stubs
+            replacement = stubs.get(digits) or stubs.setdefault(
+                digits,
+                Stub(placeholder, self._estimate(stub_text(placeholder, original, _A_DIGEST))),
+            )
+        else:
+            stub = stub_text(placeholder, original, content_digest(turn.content))
+            replacement = TurnReplacement(stub, self._estimate(stub))
+        return replacement if replacement.token_estimate < original else None
+
+
+def offers(
+    turns: Sequence[TranscriptTurn],
+    candidates: Iterable[int],
+    untouchable: Sequence[int],
+    stubber: Stubber,
+    excluded: frozenset[str] = frozenset(),
+) -> Iterator[tuple[int, TurnReplacement | Stub]]:
+    """Yield each eligible result among ``candidates``, in order, with its (smaller) stub.
+
+    Eligible: a ``TOOL`` turn that is not untouchable, not already masked and not the result
+    of an ``excluded`` tool. Lazy, so a caller that stops early prices no further stub.
+    """
+    tool = Role.TOOL
+    for index in candidates:
+        turn = turns[index]
+        if turn.role is not tool or untouchable[index]:
+            continue
+        metadata = turn.metadata
+        if metadata is not EMPTY_METADATA and (
+            metadata.get("cutctx.kind") == MASKED_KIND
+            or (excluded and metadata.get(TOOL_NAME_METADATA) in excluded)
+        ):
+            continue
+        replacement = stubber.offer(turn)
+        if replacement is not None:
+            yield index, replacement
+
+
+def mask_in_order(
+    draft: Draft,
+    turns: Sequence[TranscriptTurn],
+    offered: Iterable[tuple[int, TurnReplacement | Stub]],
+    limit: int,
+    reclaim: int = 0,
+) -> list[int]:
+    """Mask the offered results in order until ``draft`` fits ``limit`` and ``reclaim`` came back.
+
+    ``draft`` must be over ``limit`` and hold a replacement slot per turn; its actions,
+    replacements and estimate are updated. Returns the indices masked, in order.
+    """
+    actions, replacements, mask = draft.actions, draft.replacements, Action.MASK
+    total, reclaimed = draft.tokens, 0
+    masked: list[int] = []
+    for index, replacement in offered:
+        actions[index] = mask
+        replacements[index] = replacement
+        masked.append(index)
+        saved = turns[index].token_estimate - replacement.token_estimate
+        total -= saved
+        reclaimed += saved
+        if total <= limit and reclaimed >= reclaim:
+            break
+    draft.tokens = total
+    return masked
+
+
+def floor_start(turns: Sequence[TranscriptTurn], keep: int) -> int:
     """Return the index of the earliest of the last ``keep`` TOOL turns (the floor's start).
 
     Nothing at or after it is masked; 0 when there are no more than ``keep`` TOOL turns.

@@ -43,8 +43,10 @@ from cutctx.formats._common import (
     fail,
     is_empty,
     joined,
+    read_marks,
     render_content,
     restore,
+    sent_originals,
     shown,
     stub_content,
     summary_text,
@@ -59,7 +61,7 @@ from cutctx.formats._images import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
@@ -109,8 +111,14 @@ def to_transcript[M: Message](
     *,
     estimator: TokenEstimator | None = None,
     system: str | Sequence[Mapping[str, Any]] | None = None,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> tuple[Transcript, Binding[M]]:
     """Map a Messages API conversation (and its top-level ``system``) onto a transcript.
+
+    A message's ``"sticky": true`` (or a true ``pin(index, message)``) pins its turns and its
+    ``"priority": n`` (or ``priority(index, message)``) becomes their ``cutctx.priority``;
+    neither key is sent on. A ``tool_result``'s turn names its tool in ``cutctx.tool_name``.
 
     Raises:
         ValidationError: naming the message ``index`` in ``details`` for a non-list, a message
@@ -119,8 +127,13 @@ def to_transcript[M: Message](
             assistant one), a ``tool_result`` whose ``tool_use`` is not in the message before
             it, a ``tool_use`` left unanswered, a tool use id used twice, a server or MCP tool
             result with no use before it in its message, or a field of the wrong type.
+
+    .. versionchanged:: 0.1.0
+       ``sticky`` and ``priority`` keys, the ``priority`` and ``pin`` callables, tool names.
     """
-    transcript, binding, _ = _scan(messages, estimator, system, strict=True)
+    transcript, binding, _ = _scan(
+        messages, estimator, system, strict=True, priority=priority, pin=pin
+    )
     return transcript, binding
 
 
@@ -180,7 +193,13 @@ def count_tokens(
 
 
 def _scan[M: Message](
-    messages: Sequence[M], estimator: object, system: object, *, strict: bool
+    messages: Sequence[M],
+    estimator: object,
+    system: object,
+    *,
+    strict: bool,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> tuple[Transcript, Binding[M], int]:
     """Build the transcript and binding; also return the tokens reserved for fillers.
 
@@ -250,8 +269,29 @@ def _scan[M: Message](
             f"tool_use {pending[0]!r:.60} has no tool_result in the next message",
             tool_use_ids=pending[:10],
         )
-    binding = Binding(FORMAT, items, system, parts, pricer.estimator, messages)
+    tool_names = _tool_names(items, parts)
+    sent = read_marks(FORMAT, items, turns, parts, tool_names, priority=priority, pin=pin)
+    originals = sent_originals(messages, items, sent)
+    binding = Binding(FORMAT, sent, system, parts, pricer.estimator, originals)
     return Transcript(tuple(turns)), binding, reserved
+
+
+def _tool_names(items: tuple[dict[str, Any], ...], parts: Mapping[str, Part]) -> dict[str, str]:
+    """Map each ``tool_result`` turn's id to the name of the ``tool_use`` it answers."""
+    names: dict[str, str] = {}
+    for message in items:
+        content = message.get("content")
+        if message.get("role") == "assistant" and isinstance(content, list | tuple):
+            for block in content:
+                if block.get("type") == "tool_use":
+                    names[block["id"]] = block["name"]  # strings: _blocks checked them
+    found: dict[str, str] = {}
+    for turn_id, part in parts.items():
+        if part.turn.role is Role.TOOL and part.block is not None:
+            call_id = items[part.index]["content"][part.block].get("tool_use_id")
+            if call_id in names:
+                found[turn_id] = names[call_id]
+    return found
 
 
 def _user(  # noqa: PLR0917 - one private call site

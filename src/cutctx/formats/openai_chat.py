@@ -32,8 +32,10 @@ from cutctx.formats._common import (
     is_empty,
     joined,
     openai_image_tokens,
+    read_marks,
     render_content,
     restore,
+    sent_originals,
     shown,
     stub_content,
     summary_text,
@@ -43,7 +45,7 @@ from cutctx.formats._common import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
@@ -66,23 +68,37 @@ def to_transcript[M: Message](
     *,
     estimator: TokenEstimator | None = None,
     system: str | Sequence[Mapping[str, Any]] | None = None,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> tuple[Transcript, Binding[M]]:
     """Map Chat Completions ``messages`` onto a transcript and the binding to map it back.
 
     ``system``, if given, is request-level text kept outside the list: a pinned turn that is
-    priced but never emitted (``binding.system`` returns it unchanged).
+    priced but never emitted (``binding.system`` returns it unchanged). A message's
+    ``"sticky": true`` (or a true ``pin(index, message)``) pins its turn and its
+    ``"priority": n`` (or ``priority(index, message)``) becomes the turn's ``cutctx.priority``;
+    neither key is sent on. A tool message's turn names its tool in ``cutctx.tool_name``.
 
     Raises:
         ValidationError: naming the message ``index`` in ``details`` for a non-list, a message
             that is not an object, an unknown role, a tool message whose call is missing, a
             tool call without its answer, a call id used by two calls, a user message with no
             content, or a field of the wrong type.
+
+    .. versionchanged:: 0.1.0
+       ``sticky`` and ``priority`` keys, the ``priority`` and ``pin`` callables, tool names.
     """
-    return _build(messages, estimator, system, strict=True)
+    return _build(messages, estimator, system, strict=True, priority=priority, pin=pin)
 
 
 def _build[M: Message](  # noqa: PLR0912, PLR0915 - one branch per provider rule
-    messages: Sequence[M], estimator: object, system: object, *, strict: bool
+    messages: Sequence[M],
+    estimator: object,
+    system: object,
+    *,
+    strict: bool,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> tuple[Transcript, Binding[M]]:
     """Build the transcript and binding; without ``strict`` only field shapes are checked."""
     pricer = Pricer.of(FORMAT, estimator)
@@ -96,6 +112,8 @@ def _build[M: Message](  # noqa: PLR0912, PLR0915 - one branch per provider rule
         parts[turn.turn_id] = Part(turn, -1, None, maskable=False, siblings=1)
     pending: set[str] = set()
     seen: dict[str, int] = {}  # every call id -> the message that made it
+    names: dict[str, str] = {}  # the open calls' tool names, by call id
+    tool_names: dict[str, str] = {}  # a tool message's turn id -> its call's tool name
     opener, key = -1, ""
     for index, message in enumerate(items):
         role = message.get("role")
@@ -115,6 +133,7 @@ def _build[M: Message](  # noqa: PLR0912, PLR0915 - one branch per provider rule
             call_id = text_field(FORMAT, index, message.get("tool_call_id"), "tool_call_id")
             if call_id in pending:
                 pending.discard(call_id)
+                tool_names[turn_id] = names[call_id]
                 call_key = key
             elif strict:
                 raise fail(
@@ -129,12 +148,12 @@ def _build[M: Message](  # noqa: PLR0912, PLR0915 - one branch per provider rule
             cost += _optional_text(pricer, index, message, "name", texts=None)
             if kind is Role.ASSISTANT:
                 cost += _optional_text(pricer, index, message, "refusal", texts=texts)
-                ids, call_cost = _calls(pricer, index, message.get("tool_calls"), texts)
+                names, call_cost = _calls(pricer, index, message.get("tool_calls"), texts)
                 cost += call_cost
                 if strict:
-                    _check_unique(index, ids, seen)
-                if ids:
-                    pending, opener, key = set(ids), index, turn_id
+                    _check_unique(index, list(names), seen)
+                if names:
+                    pending, opener, key = set(names), index, turn_id
                     call_key = turn_id
             text = joined(texts)
         turn = TranscriptTurn(turn_id, kind, text, pricer.framing + cost, call_key)
@@ -142,8 +161,9 @@ def _build[M: Message](  # noqa: PLR0912, PLR0915 - one branch per provider rule
         parts[turn_id] = Part(turn, index, None, maskable=kind is Role.TOOL, siblings=1)
     if pending and strict:
         raise _unanswered(opener, pending)
+    sent = read_marks(FORMAT, items, turns, parts, tool_names, priority=priority, pin=pin)
     return Transcript(tuple(turns)), Binding(
-        FORMAT, items, system, parts, pricer.estimator, messages
+        FORMAT, sent, system, parts, pricer.estimator, sent_originals(messages, items, sent)
     )
 
 
@@ -265,13 +285,18 @@ def _part(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, i
     raise fail(FORMAT, index, f"{where} has no string type")
 
 
-def _calls(pricer: Pricer, index: int, calls: object, texts: list[str]) -> tuple[list[str], int]:
-    """Read and price an assistant message's ``tool_calls``: framing, name and arguments each."""
+def _calls(
+    pricer: Pricer, index: int, calls: object, texts: list[str]
+) -> tuple[dict[str, str], int]:
+    """Read and price an assistant message's ``tool_calls``: framing, name and arguments each.
+
+    Returns each call's tool name by its id, in order, and the price.
+    """
     if calls is None:
-        return [], 0
+        return {}, 0
     if not isinstance(calls, list | tuple):
         raise fail(FORMAT, index, f"tool_calls must be a list, got {type(calls).__name__}")
-    ids: list[str] = []
+    ids: dict[str, str] = {}
     cost = 0
     for position, value in enumerate(calls):
         where = f"tool_calls[{position}]"
@@ -290,7 +315,7 @@ def _calls(pricer: Pricer, index: int, calls: object, texts: list[str]) -> tuple
             raise fail(FORMAT, index, f"{where} has unknown type {shown(kind)}")
         name = text_field(FORMAT, index, body.get("name"), f"{where}.{kind}.name")
         arguments = text_field(FORMAT, index, body.get(argument), f"{where}.{kind}.{argument}")
-        ids.append(call_id)
+        ids[call_id] = name
         cost += pricer.framing + pricer.text(name) + pricer.text(arguments)
         texts.append(f"[tool call {name} {arguments}]")
     return ids, cost

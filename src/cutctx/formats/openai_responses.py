@@ -36,8 +36,10 @@ from cutctx.formats._common import (
     is_empty,
     joined,
     openai_image_tokens,
+    read_marks,
     render_content,
     restore,
+    sent_originals,
     shown,
     stub_content,
     summary_text,
@@ -47,7 +49,7 @@ from cutctx.formats._common import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
@@ -100,11 +102,16 @@ def to_transcript[M: Message](
     *,
     estimator: TokenEstimator | None = None,
     system: str | Sequence[Mapping[str, Any]] | None = None,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> tuple[Transcript, Binding[M]]:
     """Map Responses API input items onto a transcript and the binding to map it back.
 
     ``system``, if given, stands for the request's ``instructions``: a pinned turn that is
-    priced but never emitted (``binding.system`` returns it unchanged).
+    priced but never emitted (``binding.system`` returns it unchanged). An item's
+    ``"sticky": true`` (or a true ``pin(index, item)``) pins its turn and its ``"priority": n``
+    (or ``priority(index, item)``) becomes the turn's ``cutctx.priority``; neither key is sent
+    on. An output's turn names its call's tool (or the call's type) in ``cutctx.tool_name``.
 
     Raises:
         ValidationError: naming the item ``index`` in ``details`` for a non-list, an item that
@@ -112,12 +119,21 @@ def to_transcript[M: Message](
             response) whose call is missing or comes after it, a ``call_id`` used by two calls, a
             call without its output, a user message with no content, or a field of the wrong
             type.
+
+    .. versionchanged:: 0.1.0
+       ``sticky`` and ``priority`` keys, the ``priority`` and ``pin`` callables, tool names.
     """
-    return _build(messages, estimator, system, strict=True)
+    return _build(messages, estimator, system, strict=True, priority=priority, pin=pin)
 
 
 def _build[M: Message](
-    messages: Sequence[M], estimator: object, system: object, *, strict: bool
+    messages: Sequence[M],
+    estimator: object,
+    system: object,
+    *,
+    strict: bool,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> tuple[Transcript, Binding[M]]:
     """Build the transcript and binding; without ``strict`` only field shapes are checked."""
     pricer = Pricer.of(FORMAT, estimator)
@@ -139,8 +155,9 @@ def _build[M: Message](
         )
         turns.append(turn)
         parts[turn.turn_id] = Part(turn, index, None, maskable=role is Role.TOOL, siblings=1)
+    sent = read_marks(FORMAT, items, turns, parts, scan.tool_names, priority=priority, pin=pin)
     return Transcript(tuple(turns)), Binding(
-        FORMAT, items, system, parts, pricer.estimator, messages
+        FORMAT, sent, system, parts, pricer.estimator, sent_originals(messages, items, sent)
     )
 
 
@@ -159,10 +176,12 @@ class _Scan:
         "batch",
         "calls",
         "carriers",
+        "names",
         "parent",
         "pricer",
         "rows",
         "strict",
+        "tool_names",
         "waiting",
     )
 
@@ -172,6 +191,8 @@ class _Scan:
         self.rows: list[tuple[Role, str, int, bool]] = []
         self.parent: list[int] = []
         self.calls: dict[str, tuple[str, int]] = {}  # call_id -> (call type, index)
+        self.names: dict[str, str] = {}  # call_id -> its tool's name (or the call's type)
+        self.tool_names: dict[str, str] = {}  # an output's turn id -> its call's tool name
         self.answered: set[str] = set()
         self.approvals: dict[str, int] = {}  # mcp_approval_request id -> index
         self.carriers: dict[str, int] = {}  # call_id -> first item of any type that carried it
@@ -258,8 +279,10 @@ class _Scan:
         self._carry(index, item)
         argument = _ARGUMENTS.get(kind)
         if argument is None:
+            self.names.setdefault(call_id, kind)
             return _as_text(self.pricer, kind, item)
         name = text_field(FORMAT, index, item.get("name"), "name")
+        self.names.setdefault(call_id, name)
         arguments = text_field(FORMAT, index, item.get(argument), argument)
         pricer = self.pricer
         return f"[tool call {name} {arguments}]", pricer.text(name) + pricer.text(arguments)
@@ -281,6 +304,7 @@ class _Scan:
         else:
             self.answered.add(call_id)
             self._join(call[1], index)
+            self.tool_names[f"m{index}"] = self.names[call_id]
         output = item.get("output")
         if kind in ("function_call_output", "custom_tool_call_output"):
             return _parts(self.pricer, index, output, "output")
