@@ -52,7 +52,9 @@ class TestPriorityMode:
             messages, max_tokens=40, format="openai_chat", estimator=WORDS, protected_recent_turns=1
         )
         assert done.report.dropped_turn_ids == ("m1", "m2")
-        assert done.plan.policy_name == "chain(observation_masking@1.0.0+drop_oldest@1.0.0)"
+        assert done.plan.policy_name == (
+            "chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)"
+        )
 
     def test_the_quickstart_sheds_the_failed_search_first_and_sends_no_keys(self) -> None:
         before = copy.deepcopy(QUICKSTART)
@@ -160,7 +162,9 @@ class TestPriorityMode:
         done = compact_messages(
             messages, max_tokens=40, format="openai_chat", estimator=WORDS, protected_recent_turns=1
         )
-        assert done.plan.policy_name == "chain(observation_masking@1.0.0+drop_oldest@1.0.0)"
+        assert done.plan.policy_name == (
+            "chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)"
+        )
         # m1 is pinned now: drop-oldest takes the answer and the search exchange instead.
         assert done.report.dropped_turn_ids == ("m2", "m3", "m4")
         assert done.messages[1] == plain(QUICKSTART[1])
