@@ -157,6 +157,13 @@ def _responses_against(  # noqa: PLR0912 - one branch per rule
     items: list[dict[str, Any]], original: list[dict[str, Any]]
 ) -> list[str]:
     problems: list[str] = []
+    # An item equal to an original one is that item sent again as a copy (the format sends a
+    # message that carried context-clipper's keys as a copy without them): count it as kept.
+    identical = {id(o) for o in original}
+    items = [
+        item if id(item) in identical else next((o for o in original if o == item), item)
+        for item in items
+    ]
     kept = {id(item) for item in items}
     follower = {
         id(item): original[i + 1] if i + 1 < len(original) else None

@@ -8,10 +8,12 @@ from hypothesis import strategies as st
 
 from cutctx import (
     DEFAULT_PLACEHOLDER,
+    BoundedSummarizingPolicy,
     CharRatioEstimator,
     DropOldestPolicy,
     ObservationMaskingPolicy,
     PolicyChain,
+    PriorityPolicy,
     SummarizingPolicy,
     default_chain,
 )
@@ -22,11 +24,27 @@ if TYPE_CHECKING:
 PLACEHOLDERS = (DEFAULT_PLACEHOLDER, "[gone]", 'quote " and \\ \u00e9')
 PROMPTS = ("summaries/v1", "p")
 
+ESTIMATORS = st.none() | st.sampled_from((3.0, 4.0, 2.5)).map(CharRatioEstimator)
 maskings = st.builds(
     ObservationMaskingPolicy,
     st.integers(min_value=0, max_value=4),
     st.sampled_from(PLACEHOLDERS),
-    estimator=st.none() | st.sampled_from((3.0, 4.0, 2.5)).map(CharRatioEstimator),
+    estimator=ESTIMATORS,
+    exclude_tools=st.sampled_from(((), ("memory",), ("memory", "search"))),
+    min_reclaim=st.sampled_from((0, 50)),
+)
+priorities = st.builds(
+    PriorityPolicy,
+    mask_results=st.booleans(),
+    keep_recent_results=st.integers(min_value=0, max_value=3),
+    placeholder=st.sampled_from(PLACEHOLDERS),
+    estimator=ESTIMATORS,
+)
+boundeds = st.builds(
+    BoundedSummarizingPolicy,
+    st.sampled_from(PROMPTS),
+    max_input_tokens=st.integers(min_value=1, max_value=500),
+    target_ratio=st.sampled_from((0.1, 0.2, 1.0)),
 )
 summarizings = st.builds(
     SummarizingPolicy,
@@ -35,7 +53,7 @@ summarizings = st.builds(
     st.integers(min_value=1, max_value=5),
 )
 leaves: st.SearchStrategy[CompactionPolicy] = st.one_of(
-    maskings, summarizings, st.just(DropOldestPolicy())
+    maskings, summarizings, boundeds, priorities, st.just(DropOldestPolicy())
 )
 chains = st.lists(leaves, min_size=1, max_size=3).map(PolicyChain)
 defaults = st.builds(

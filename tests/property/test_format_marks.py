@@ -24,6 +24,7 @@ from cutctx import (
     compact_messages,
 )
 from cutctx.formats import anthropic, openai_chat
+from tests.format_validators import RESPONSES_MASKABLE, RESPONSES_PAIRS
 from tests.property.test_formats import CL100K, ENCODING, FORMATS, FRAMING, NAMES
 
 KEYS = ("sticky", "priority")
@@ -65,9 +66,12 @@ def tool_names(module: Any, messages: list[dict[str, Any]]) -> list[str]:
                 elif block.get("type") == "tool_result":
                     names.append(calls[block["tool_use_id"]])
         elif message.get("type") in ("function_call", "custom_tool_call"):
-            calls[message["call_id"]] = message["name"]
-        elif message.get("type") in ("function_call_output", "custom_tool_call_output"):
-            names.append(calls[message["call_id"]])
+            calls.setdefault(message["call_id"], message["name"])
+        elif message.get("type") in RESPONSES_PAIRS.values():
+            # A call with no tool name (computer, local shell, ...) is named by its type.
+            calls.setdefault(message["call_id"], message["type"])
+        elif message.get("type") in RESPONSES_MASKABLE:
+            names.append(calls[message.get("call_id", message.get("id"))])
     return names
 
 
@@ -90,12 +94,14 @@ class TestMessageMarks:
         for sent, given_ in zip(out, messages, strict=True):
             assert (sent is given_) == (not any(key in given_ for key in KEYS))
         assert messages == before
-        for turn in transcript.turns:
+        # What the format pins by itself (a compaction item or block), seen without the keys.
+        unmarked, _ = fmt.module.to_transcript([plain(message) for message in messages])
+        for turn, bare in zip(transcript.turns, unmarked.turns, strict=True):
             part = binding.parts[turn.turn_id]
             if part.index < 0:
                 continue
             source = messages[part.index]
-            assert turn.pinned == (source.get("sticky") is True)
+            assert turn.pinned == (bare.pinned or source.get("sticky") is True)
             priority = source.get("priority")
             assert turn.metadata.get("cutctx.priority") == (
                 None if priority is None else str(priority)

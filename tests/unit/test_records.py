@@ -11,6 +11,7 @@ import pytest
 from baseaicore import ValidationError
 
 from cutctx import (
+    BoundedSummarizingPolicy,
     CharRatioEstimator,
     CompactionBudget,
     CompactionPlan,
@@ -19,6 +20,7 @@ from cutctx import (
     ObservationMaskingPolicy,
     PlanTranscriptMismatch,
     PolicyChain,
+    PriorityPolicy,
     Role,
     SummarizingPolicy,
     TokenizerEstimator,
@@ -83,6 +85,9 @@ BUILT_IN: list[CompactionPolicy] = [
     default_chain(prompt_id="summaries/v1", min_span_turns=2),
     PolicyChain((SummarizingPolicy("p", min_span_turns=2), DropOldestPolicy())),
     PolicyChain((PolicyChain((ObservationMaskingPolicy(0),)), DropOldestPolicy())),
+    ObservationMaskingPolicy(0, exclude_tools=("memory",), min_reclaim=100),
+    PriorityPolicy(mask_results=True, keep_recent_results=1),
+    PolicyChain((BoundedSummarizingPolicy("p", max_input_tokens=400), DropOldestPolicy())),
 ]
 
 
@@ -218,6 +223,8 @@ class TestCompactionRecordOf:
                         "keep_recent_results": 2,
                         "placeholder": "[tool result masked by cutctx]",
                         "estimator": {"chars_per_token": 4.0},
+                        "exclude_tools": [],
+                        "min_reclaim": 0,
                     },
                 },
                 {
@@ -232,6 +239,31 @@ class TestCompactionRecordOf:
                 {"name": "drop_oldest", "version": "1.0.0", "config": {}},
             ]
         }
+
+    def test_the_newer_policies_and_knobs_are_named_in_full(self) -> None:
+        masking = record_of(ObservationMaskingPolicy(0, exclude_tools=("memory",), min_reclaim=9))
+        assert masking.to_dict()["policy"]["config"]["exclude_tools"] == ["memory"]
+        assert masking.to_dict()["policy"]["config"]["min_reclaim"] == 9
+        priority = record_of(PriorityPolicy(mask_results=True))
+        assert priority.to_dict()["policy"]["config"] == {
+            "mask_results": True,
+            "keep_recent_results": 0,
+            "placeholder": "[tool result masked by cutctx]",
+            "estimator": {"chars_per_token": 4.0},
+        }
+        bounded = record_of(BoundedSummarizingPolicy("p", max_input_tokens=400))
+        assert bounded.to_dict()["policy"]["config"] == {
+            "prompt_id": "p",
+            "max_input_tokens": 400,
+            "target_ratio": 0.2,
+        }
+
+    def test_a_masking_configuration_without_the_newer_knobs_rebuilds_with_defaults(self) -> None:
+        config = {"keep_recent_results": 1, "placeholder": "x", "estimator": {"chars_per_token": 4}}
+        made = rebuild("observation_masking", config)
+        assert isinstance(made, ObservationMaskingPolicy)
+        assert (made.exclude_tools, made.min_reclaim) == ((), 0)
+        assert policy_config(made) == {**config, "exclude_tools": [], "min_reclaim": 0}
 
     def test_the_plan_and_configuration_are_read_only(self) -> None:
         record = record_of(ObservationMaskingPolicy(0))

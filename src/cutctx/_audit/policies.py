@@ -6,15 +6,9 @@ a policy is adding a row; a new knob with a default is one more key read with th
 records written before it still rebuild. A chain's configuration holds its members, each
 ``{"name", "version", "config"}``, rebuilt recursively.
 
-A row for a policy ``PriorityPolicy(weights, *, estimator=None)`` named ``priority`` would be::
+A row is two small functions and one line; ``DropOldestPolicy``, with no knobs, is the smallest::
 
-    def _priority(policy: PriorityPolicy) -> dict[str, Any]:
-        return {"weights": dict(policy.weights), "estimator": estimator_config(policy.estimator)}
-
-    def _priority_from(config: Config) -> PriorityPolicy:
-        return PriorityPolicy(config.raw("weights"), estimator=config.estimator("estimator"))
-
-    PolicyRow(PriorityPolicy, "priority", _priority, _priority_from),
+    PolicyRow(DropOldestPolicy, "drop_oldest", lambda _: {}, lambda _: DropOldestPolicy()),
 
 A policy cutctx cannot rebuild — a class without a row, or one whose estimator is not a
 ``CharRatioEstimator`` (a tokenizer is a function, not data) — is described by ``None`` or by the
@@ -32,9 +26,11 @@ from typing import TYPE_CHECKING, Any, Final
 from baseaicore import ValidationError
 
 from cutctx._core.estimators import CharRatioEstimator
+from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
+from cutctx._policies.priority import PriorityPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 
 if TYPE_CHECKING:
@@ -103,6 +99,20 @@ class Config:
             raise _bad(f"{self._where}.{key}", "a finite number", value)
         return float(value)
 
+    def flag(self, key: str, default: object = _REQUIRED) -> bool:
+        """Return the bool at ``key`` (``default`` when absent)."""
+        value = self._get(key, default)
+        if not isinstance(value, bool):
+            raise _bad(f"{self._where}.{key}", "true or false", value)
+        return value
+
+    def names(self, key: str, default: object = _REQUIRED) -> tuple[str, ...]:
+        """Return the array of strings at ``key`` as a tuple (``default`` when absent)."""
+        value = self._get(key, default)
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise _bad(f"{self._where}.{key}", "a JSON array of strings", value)
+        return tuple(value)
+
     def estimator(self, key: str) -> TokenEstimator:
         """Return the ``CharRatioEstimator`` at ``key``, or raise ``NotRebuildable`` for another."""
         inner = Config(self._get(key, _REQUIRED), f"{self._where}.{key}")
@@ -165,6 +175,8 @@ def _masking(policy: ObservationMaskingPolicy) -> dict[str, Any]:
         "keep_recent_results": policy.keep_recent_results,
         "placeholder": policy.placeholder,
         "estimator": estimator_config(policy.estimator),
+        "exclude_tools": list(policy.exclude_tools),
+        "min_reclaim": policy.min_reclaim,
     }
 
 
@@ -173,6 +185,42 @@ def _masking_from(config: Config) -> ObservationMaskingPolicy:
         config.count("keep_recent_results"),
         config.text("placeholder"),
         estimator=config.estimator("estimator"),
+        exclude_tools=config.names("exclude_tools", ()),
+        min_reclaim=config.count("min_reclaim", 0),
+    )
+
+
+def _priority(policy: PriorityPolicy) -> dict[str, Any]:
+    return {
+        "mask_results": policy.mask_results,
+        "keep_recent_results": policy.keep_recent_results,
+        "placeholder": policy.placeholder,
+        "estimator": estimator_config(policy.estimator),
+    }
+
+
+def _priority_from(config: Config) -> PriorityPolicy:
+    return PriorityPolicy(
+        mask_results=config.flag("mask_results"),
+        keep_recent_results=config.count("keep_recent_results"),
+        placeholder=config.text("placeholder"),
+        estimator=config.estimator("estimator"),
+    )
+
+
+def _bounded(policy: BoundedSummarizingPolicy) -> dict[str, Any]:
+    return {
+        "prompt_id": policy.prompt_id,
+        "max_input_tokens": policy.max_input_tokens,
+        "target_ratio": policy.target_ratio,
+    }
+
+
+def _bounded_from(config: Config) -> BoundedSummarizingPolicy:
+    return BoundedSummarizingPolicy(
+        config.text("prompt_id"),
+        max_input_tokens=config.count("max_input_tokens"),
+        target_ratio=config.number("target_ratio"),
     )
 
 
@@ -197,6 +245,8 @@ def _chain(policy: PolicyChain) -> dict[str, Any]:
 ROWS: Final[tuple[PolicyRow, ...]] = (
     PolicyRow(ObservationMaskingPolicy, "observation_masking", _masking, _masking_from),
     PolicyRow(SummarizingPolicy, "summarizing", _summarizing, _summarizing_from),
+    PolicyRow(BoundedSummarizingPolicy, "bounded_summarizing", _bounded, _bounded_from),
+    PolicyRow(PriorityPolicy, "priority", _priority, _priority_from),
     PolicyRow(DropOldestPolicy, "drop_oldest", lambda _: {}, lambda _: DropOldestPolicy()),
     PolicyRow(PolicyChain, CHAIN, _chain, lambda config: PolicyChain(config.policies("policies"))),
 )
