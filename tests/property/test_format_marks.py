@@ -71,7 +71,7 @@ def tool_names(module: Any, messages: list[dict[str, Any]]) -> list[str]:
             # A call with no tool name (computer, local shell, ...) is named by its type.
             calls.setdefault(message["call_id"], message["type"])
         elif message.get("type") in RESPONSES_MASKABLE:
-            names.append(calls[message.get("call_id", message.get("id"))])
+            names.append(calls[message["call_id"] if "call_id" in message else message["id"]])
     return names
 
 
