@@ -32,6 +32,9 @@ from cutctx._core.values import TurnAction as TurnAction
 from cutctx._core.values import TurnReplacement as TurnReplacement
 from cutctx._loop.compact import CompactedMessages as CompactedMessages
 from cutctx._loop.compact import compact_messages as compact_messages
+from cutctx._loop.window import ContextWindow as ContextWindow
+from cutctx._loop.window import WindowStats as WindowStats
+from cutctx._policies.bounded import BoundedSummarizingPolicy as BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain as PolicyChain
 from cutctx._policies.chain import default_chain as default_chain
 from cutctx._policies.drop import DropOldestPolicy as DropOldestPolicy
@@ -46,6 +49,7 @@ __all__ = [
     "GROUP_ID_PREFIX",
     "SUMMARY_TURN_ID_PREFIX",
     "Action",
+    "BoundedSummarizingPolicy",
     "BudgetUnsatisfiable",
     "CharRatioEstimator",
     "CompactedMessages",
@@ -56,6 +60,7 @@ __all__ = [
     "CompactionPlan",
     "CompactionPolicy",
     "CompactionReport",
+    "ContextWindow",
     "DropOldestPolicy",
     "ObservationMaskingPolicy",
     "PlanTranscriptMismatch",
@@ -70,6 +75,7 @@ __all__ = [
     "TranscriptTurn",
     "TurnAction",
     "TurnReplacement",
+    "WindowStats",
     "compact_messages",
     "default_chain",
 ]

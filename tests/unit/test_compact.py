@@ -11,7 +11,9 @@ from baseaicore import ValidationError
 from cutctx import (
     BudgetUnsatisfiable,
     CompactedMessages,
+    DropOldestPolicy,
     ObservationMaskingPolicy,
+    PolicyChain,
     SummarizationRequest,
     SummarizingPolicy,
     SummaryMissing,
@@ -37,7 +39,9 @@ class TestCompactMessages:
         done = compact_messages(messages, max_tokens=1000, format="openai_chat", estimator=WORDS)
         assert done.messages == messages
         assert done.report.kept_turn_ids == ("m0", "m1", "m2", "m3", "m4")
-        assert done.plan.policy_name == "chain(observation_masking@1.0.0+drop_oldest@1.0.0)"
+        assert done.plan.policy_name == (
+            "chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)"
+        )
 
     def test_accepts_the_format_module_itself(self) -> None:
         messages = chat(2)
@@ -66,7 +70,8 @@ class TestCompactMessages:
         assert request.prompt_id == "cutctx.summary"
         assert [t.turn_id for t in turns] == ["m1", "m2", "m3", "m4", "m5", "m6"]
         assert done.plan.policy_name == (
-            "chain(observation_masking@1.0.0+summarizing@1.0.0+drop_oldest@1.0.0)"
+            "chain(observation_masking@1.0.0+summarizing@1.0.0+observation_masking@1.0.0"
+            "+drop_oldest@1.0.0)"
         )
         # span of 6 x 13 = 78 tokens -> target round(15.6) = 16; 5 + 16 + 26 = 47
         assert done.plan.tokens_after_estimate == 47
@@ -178,3 +183,75 @@ class TestCompactMessages:
         done = compact_messages(chat(2), max_tokens=100, format="openai_chat")
         with pytest.raises(dataclasses.FrozenInstanceError):
             done.plan = done.plan  # type: ignore[misc]
+
+
+def agent_session(exchanges: int, *, large_at: int, large_chars: int) -> list[dict[str, Any]]:
+    """A system prompt, the task, ``exchanges`` tool calls with results, a note every fifth.
+
+    The result of exchange ``large_at`` is ``large_chars`` long; every other is 600 characters.
+    """
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Make the build green."},
+    ]
+    for number in range(1, exchanges + 1):
+        call = f"call_{number}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"Running step {number}.",
+                "tool_calls": [
+                    {"id": call, "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+                ],
+            }
+        )
+        size = large_chars if number == large_at else 600
+        messages.append({"role": "tool", "tool_call_id": call, "content": "y" * size})
+        if number % 5 == 0:
+            messages.append({"role": "assistant", "content": f"Checkpoint {number}."})
+            messages.append({"role": "user", "content": "Keep going."})
+    return messages
+
+
+class TestTheRecentResultsFloor:
+    def test_one_large_result_inside_the_floor_is_masked_before_anything_is_dropped(self) -> None:
+        """60 exchanges at 12 000 tokens: one large result sits inside the floor (the last two
+        results) but outside the protected tail. Masking only outside the floor leaves it, so
+        drop-oldest must drop everything older with it; masking the floor too keeps every message.
+        """
+        messages = agent_session(60, large_at=59, large_chars=48_000)
+        assert len(messages) == 146
+        floor_kept = compact_messages(
+            messages,
+            max_tokens=12_000,
+            format="openai_chat",
+            policy=PolicyChain([ObservationMaskingPolicy(2), DropOldestPolicy()]),
+        )
+        assert len(floor_kept.messages) == 5  # the system prompt and the protected tail
+        assert floor_kept.report.dropped_turn_ids[-1] == "m141"  # the large result went too
+        done = compact_messages(messages, max_tokens=12_000, format="openai_chat")
+        assert len(done.messages) == 146
+        assert done.report.dropped_turn_ids == ()
+        assert "m141" in done.report.masked_turn_ids
+        assert done.plan.tokens_after_estimate == openai_chat.count_tokens(done.messages)
+        assert done.plan.tokens_after_estimate <= 12_000
+
+    def test_keep_first_keeps_the_task_in_every_plan(self) -> None:
+        messages = agent_session(60, large_at=59, large_chars=48_000)
+        done = compact_messages(
+            messages,
+            max_tokens=1_500,
+            format="openai_chat",
+            keep_first=1,
+            keep_recent_results=0,
+        )
+        assert done.messages[:2] == messages[:2]
+        assert "m1" in done.report.kept_turn_ids
+        assert done.report.dropped_turn_ids  # something had to go, never the task
+        assert openai_chat.count_tokens(done.messages) <= 1_500
+
+    def test_keep_first_and_keep_recent_results_are_checked(self) -> None:
+        with pytest.raises(ValidationError, match="keep_first"):
+            compact_messages(chat(2), max_tokens=100, format="openai_chat", keep_first=-1)
+        with pytest.raises(ValidationError, match="keep_recent_results"):
+            compact_messages(chat(2), max_tokens=100, format="openai_chat", keep_recent_results=-1)

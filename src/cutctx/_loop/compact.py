@@ -7,7 +7,7 @@ applies, and maps the view back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -16,13 +16,14 @@ from baseaicore import ValidationError
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.protocols import CompactionPolicy
-from cutctx._core.values import CompactionBudget
+from cutctx._core.values import CompactionBudget, Role, Transcript, check_count
+from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
-from cutctx.formats._common import Pricer
+from cutctx.formats._common import Binding, Pricer
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -66,16 +67,20 @@ def compact_messages(
     summarize: Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str] | None = None,
     estimator: TokenEstimator | None = None,
     protected_recent_turns: int = 4,
+    keep_first: int = 0,
+    keep_recent_results: int = 2,
 ) -> CompactedMessages:
     """Compact provider ``messages`` to ``max_tokens`` and return them in the same format.
 
     ``format`` is ``"openai_chat"``, ``"openai_responses"`` or ``"anthropic"`` (or the module
-    of ``cutctx.formats``). Without ``policy`` it masks old tool results and then drops the
-    oldest exchanges; with ``summarize`` it runs the full default chain (requests named
-    ``SUMMARY_PROMPT_ID``) and calls ``summarize(request, turns)`` once per request, between
-    plan and apply. ``estimator`` prices everything (``CharRatioEstimator()`` by default); a
-    plan that fits means the returned messages fit, counted by the format's ``count_tokens``
-    with the same estimator.
+    of ``cutctx.formats``). Without ``policy`` it masks old tool results (all but the last
+    ``keep_recent_results``), then the recent ones too, and only then drops the oldest
+    exchanges; with ``summarize`` it summarizes (requests named ``SUMMARY_PROMPT_ID``) before
+    it masks the recent results, and calls ``summarize(request, turns)`` once per request,
+    between plan and apply. ``keep_first`` pins the first non-system messages (the task), so
+    every plan keeps them. ``estimator`` prices everything (``CharRatioEstimator()`` by
+    default); a plan that fits means the returned messages fit, counted by the format's
+    ``count_tokens`` with the same estimator.
 
     >>> done = compact_messages([{"role": "user", "content": "hi"}], max_tokens=10,
     ...                         format="openai_chat")
@@ -102,9 +107,13 @@ def compact_messages(
         )
     chosen: TokenEstimator = CharRatioEstimator() if estimator is None else estimator
     transcript, binding = module.to_transcript(messages, estimator=chosen, system=system)
+    if keep_first:
+        transcript = pin_first(transcript, binding, keep_first)
     budget = CompactionBudget(max_tokens, protected_recent_turns)
     if policy is None:
-        policy = _default_policy(chosen, summarize=summarize is not None)
+        policy = default_policy(
+            chosen, keep_recent_results=keep_recent_results, summarize=summarize is not None
+        )
     plan = policy.decide(transcript, budget)
     summaries: dict[str, str] = {}
     if summarize is not None and plan.summarization_requests:
@@ -136,16 +145,53 @@ def _module(format: object) -> ModuleType:
     )
 
 
-def _default_policy(estimator: TokenEstimator, *, summarize: bool) -> PolicyChain:
-    """Return masking then drop-oldest, or with a summarizer the full default chain.
+def default_policy(
+    estimator: TokenEstimator,
+    *,
+    keep_recent_results: int = 2,
+    summarize: bool,
+    summary_input_tokens: int | None = None,
+) -> PolicyChain:
+    """Return the default chain: mask old results, [summarize,] mask the rest, drop the oldest.
 
-    The masking member prices stubs with the same estimator as the messages: the budget
-    guarantee needs it.
+    ``PolicyChain([ObservationMaskingPolicy(keep_recent_results), ObservationMaskingPolicy(0),
+    DropOldestPolicy()])``: every eligible result is masked, the recent-results floor last,
+    before any exchange is dropped. With a summarizer, summaries (``SummarizingPolicy``, or
+    ``BoundedSummarizingPolicy`` when ``summary_input_tokens`` bounds their input) come
+    after the old results are masked and before the floor is. The masking members price stubs
+    with the same estimator as the messages: the budget guarantee needs it.
     """
-    masking = ObservationMaskingPolicy(estimator=estimator)
-    if summarize:
-        return PolicyChain((masking, SummarizingPolicy(SUMMARY_PROMPT_ID), DropOldestPolicy()))
-    return PolicyChain((masking, DropOldestPolicy()))
+    check_count("compact_messages", "keep_recent_results", keep_recent_results)
+    old = ObservationMaskingPolicy(keep_recent_results, estimator=estimator)
+    floor = ObservationMaskingPolicy(0, estimator=estimator)
+    if not summarize:
+        return PolicyChain((old, floor, DropOldestPolicy()))
+    summarizing: CompactionPolicy = (
+        SummarizingPolicy(SUMMARY_PROMPT_ID)
+        if summary_input_tokens is None
+        else BoundedSummarizingPolicy(SUMMARY_PROMPT_ID, max_input_tokens=summary_input_tokens)
+    )
+    return PolicyChain((old, summarizing, floor, DropOldestPolicy()))
+
+
+def pin_first(transcript: Transcript, binding: Binding, count: int) -> Transcript:
+    """Return ``transcript`` with the turns of its first ``count`` non-system messages pinned."""
+    check_count("compact_messages", "keep_first", count)
+    firsts: set[int] = set()
+    for turn in transcript.turns:
+        part = binding.parts[turn.turn_id]
+        if part.index >= 0 and turn.role is not Role.SYSTEM and part.index not in firsts:
+            if len(firsts) == count:
+                break
+            firsts.add(part.index)
+    return Transcript(
+        tuple(
+            replace(turn, pinned=True)
+            if not turn.pinned and binding.parts[turn.turn_id].index in firsts
+            else turn
+            for turn in transcript.turns
+        )
+    )
 
 
 def _check_summaries(

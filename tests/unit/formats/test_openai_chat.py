@@ -211,12 +211,15 @@ class TestFromTranscript:
 
 
 class TestCompactMessagesOnChat:
-    def test_masking_first_then_dropping_whole_exchanges(self) -> None:
+    def test_masking_first_the_floor_last_then_dropping_whole_exchanges(self) -> None:
         masked = compact_messages(WEATHER, max_tokens=180, format="openai_chat", estimator=WORDS)
         assert masked.report.masked_turn_ids == ("m3",)
         assert masked.messages[3]["content"] == stub(SUNNY, 53)
         assert masked.plan.tokens_after_estimate == 212 - 53 + 12
-        dropped = compact_messages(WEATHER, max_tokens=150, format="openai_chat", estimator=WORDS)
+        floor = compact_messages(WEATHER, max_tokens=150, format="openai_chat", estimator=WORDS)
+        assert floor.report.masked_turn_ids == ("m3", "m4")  # m4 is inside the floor
+        assert floor.report.dropped_turn_ids == ()
+        dropped = compact_messages(WEATHER, max_tokens=100, format="openai_chat", estimator=WORDS)
         assert dropped.report.dropped_turn_ids == ("m1", "m2", "m3", "m4")
         assert dropped.messages == [WEATHER[0], *WEATHER[5:]]
         assert dropped.plan.tokens_after_estimate == 8 + 9 + 6 + 9 + 43 + 6

@@ -1,0 +1,563 @@
+"""``ContextWindow``: hysteresis, sticky decisions, the task, resets, state that travels."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import random
+from typing import TYPE_CHECKING, Any, cast
+
+import pytest
+from baseaicore import ValidationError
+
+from cutctx import (
+    BudgetUnsatisfiable,
+    CompactionError,
+    CompactionPlan,
+    ContextWindow,
+    DropOldestPolicy,
+    ObservationMaskingPolicy,
+    SummarizationRequest,
+    SummarizingPolicy,
+    SummaryMissing,
+    TranscriptTurn,
+    WindowStats,
+)
+from cutctx.formats import anthropic, openai_chat, openai_responses
+from tests.format_validators import anthropic_problems, chat_problems
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from types import ModuleType
+
+FORMATS: dict[str, ModuleType] = {
+    "openai_chat": openai_chat,
+    "anthropic": anthropic,
+    "openai_responses": openai_responses,
+}
+TASK = "TASK: make the build green again."
+
+
+def session(fmt: str, steps: int, *, seed: int = 3) -> Iterator[list[dict[str, Any]]]:
+    """Yield the growing history of an agent session, one list per step (a new list each)."""
+    rng = random.Random(seed)
+    history: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+    for step in range(steps):
+        call = f"call_{step}"
+        body = f"log {step} " + "x" * rng.choice([40, 200, 600, 1500])
+        if fmt == "openai_chat":
+            history.append(
+                {
+                    "role": "assistant",
+                    "content": f"step {step}",
+                    "tool_calls": [
+                        {
+                            "id": call,
+                            "type": "function",
+                            "function": {"name": "run", "arguments": "{}"},
+                        }
+                    ],
+                }
+            )
+            history.append({"role": "tool", "tool_call_id": call, "content": body})
+        elif fmt == "anthropic":
+            history.append(
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": f"step {step}"},
+                        {"type": "tool_use", "id": call, "name": "run", "input": {}},
+                    ],
+                }
+            )
+            history.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": call, "content": body}],
+                }
+            )
+        else:
+            history.append(
+                {"type": "function_call", "call_id": call, "name": "run", "arguments": "{}"}
+            )
+            history.append({"type": "function_call_output", "call_id": call, "output": body})
+        if step % 7 == 6:
+            history.append({"role": "assistant", "content": f"note {step}"})
+            history.append({"role": "user", "content": f"go on {step}"})
+        yield list(history)
+
+
+def problems(fmt: str, request: list[dict[str, Any]]) -> list[str]:
+    if fmt == "openai_chat":
+        return chat_problems(request)
+    if fmt == "anthropic":
+        return anthropic_problems(request)
+    openai_responses.to_transcript(request)  # raises when invalid
+    return []
+
+
+def run(window: ContextWindow, fmt: str, steps: int) -> list[list[dict[str, Any]]]:
+    return [window.prepare(history) for history in session(fmt, steps)]
+
+
+class TestContextWindow:
+    @pytest.mark.parametrize("fmt", sorted(FORMATS))
+    def test_every_request_fits_is_valid_and_keeps_the_task(self, fmt: str) -> None:
+        window = ContextWindow(fmt, max_tokens=3000, keep_first=1, system="Be brief.")  # type: ignore[arg-type]
+        for request in run(window, fmt, 120):
+            assert FORMATS[fmt].count_tokens(request, system="Be brief.") <= 3000
+            assert problems(fmt, request) == []
+            assert request[0]["content"] == TASK
+        assert window.stats.requests == 120
+        assert window.stats.compactions >= 2
+        assert window.stats.resets == 0
+
+    def test_nothing_is_replanned_while_the_request_stays_under_compact_at(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, keep_first=1)
+        compactions = []
+        for history in session("openai_chat", 80):
+            before = window.stats.compactions
+            request = window.prepare(history)
+            tokens = openai_chat.count_tokens(request)
+            if window.stats.compactions == before:
+                # an uncompacted step appends the new messages to the previous request
+                assert tokens <= 2400
+            else:
+                compactions.append(tokens)
+                assert tokens <= 1500
+        assert compactions, "the session must pass compact_at"
+        steps_per_compaction = 80 / len(compactions)
+        assert steps_per_compaction > 2
+
+    def test_a_step_that_does_not_compact_only_appends(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=4000)
+        previous: list[dict[str, Any]] = []
+        for history in session("openai_chat", 60):
+            before = window.stats.compactions
+            request = window.prepare(history)
+            if window.stats.compactions == before and previous:
+                assert request[: len(previous)] == previous
+                assert all(a is b for a, b in zip(request, previous, strict=False))
+                assert window.stats.first_changed_index == len(previous)
+                assert window.stats.stable_prefix_tokens == openai_chat.count_tokens(previous)
+            previous = request
+
+    @pytest.mark.parametrize("fmt", ["openai_chat", "anthropic"])
+    def test_decisions_are_sticky_across_requests(self, fmt: str) -> None:
+        """A message held by two requests is byte-identical in both, until it is removed."""
+        window = ContextWindow(fmt, max_tokens=3000, keep_first=1)  # type: ignore[arg-type]
+        stubs: dict[str, str] = {}  # tool-call id -> the bytes of its (masked) result
+        gone: set[str] = set()
+        for history in session(fmt, 150):
+            request = window.prepare(history)
+            held = dict(results(fmt, request))
+            for call, body in held.items():
+                assert call not in gone, f"{call} came back after it was removed"
+                if call in stubs and "masked by cutctx" in stubs[call]:
+                    assert body == stubs[call], f"{call} changed after it was masked"
+            gone |= set(stubs) - set(held)
+            stubs.update(held)
+
+    def test_two_windows_fed_the_same_histories_return_the_same_requests(self) -> None:
+        first = run(ContextWindow("anthropic", max_tokens=2500, keep_first=1), "anthropic", 90)
+        second = run(ContextWindow("anthropic", max_tokens=2500, keep_first=1), "anthropic", 90)
+        assert json.dumps(first) == json.dumps(second)
+
+    def test_the_callers_messages_are_never_changed(self) -> None:
+        histories = list(session("anthropic", 60))
+        before = copy.deepcopy(histories[-1])
+        window = ContextWindow("anthropic", max_tokens=2000, cache_breakpoints=True)
+        for history in histories:
+            window.prepare(history)
+        assert histories[-1] == before
+
+    def test_a_shorter_or_changed_history_starts_over_and_counts_a_reset(self) -> None:
+        histories = list(session("openai_chat", 30))
+        window = ContextWindow("openai_chat", max_tokens=3000)
+        for history in histories:
+            window.prepare(history)
+        window.prepare(histories[10])
+        assert window.stats.resets == 1
+        edited = list(histories[20])
+        edited[3] = dict(edited[3])
+        fresh = ContextWindow("openai_chat", max_tokens=3000)
+        assert window.prepare(edited) == fresh.prepare(edited)
+        assert window.stats.resets == 2
+
+    def test_the_untouchable_part_alone_over_max_tokens_raises(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=50, keep_first=1)
+        with pytest.raises(BudgetUnsatisfiable) as caught:
+            window.prepare([{"role": "user", "content": "x" * 400}])
+        assert caught.value.max_tokens == 50
+
+    def test_last_holds_a_plan_over_the_whole_history(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, keep_first=1)
+        assert window.last is None
+        histories = list(session("openai_chat", 40))
+        for history in histories:
+            request = window.prepare(history)
+            last = window.last
+            if last is not None and window.stats.compactions and last.messages == request:
+                assert isinstance(last.plan, CompactionPlan)
+                transcript, _ = openai_chat.to_transcript(history)
+                assert len(last.plan.actions) == len(transcript.turns)
+                assert last.report.turns_before == len(transcript.turns)
+        assert window.stats.compactions >= 1
+
+    @pytest.mark.parametrize("fmt", sorted(FORMATS))
+    def test_from_state_returns_the_requests_an_uninterrupted_window_would(self, fmt: str) -> None:
+        histories = list(session(fmt, 100))
+        whole = ContextWindow(fmt, max_tokens=3000, keep_first=1)  # type: ignore[arg-type]
+        expected = [whole.prepare(history) for history in histories]
+        window = ContextWindow(fmt, max_tokens=3000, keep_first=1)  # type: ignore[arg-type]
+        got = []
+        for history in histories:
+            state = json.loads(json.dumps(window.state()))
+            window = ContextWindow.from_state(state)
+            got.append(window.prepare(history))
+        assert got == expected
+        assert window.stats == whole.stats
+
+
+def results(fmt: str, request: Sequence[dict[str, Any]]) -> Iterator[tuple[str, str]]:
+    """Yield (call id, body) of every tool result a request holds."""
+    for message in request:
+        if fmt == "openai_chat" and message["role"] == "tool":
+            yield message["tool_call_id"], json.dumps(message["content"])
+        elif fmt == "anthropic" and isinstance(message["content"], list):
+            for block in message["content"]:
+                if block.get("type") == "tool_result":
+                    yield block["tool_use_id"], json.dumps(block["content"])
+
+
+class TestSummaries:
+    def test_the_summarizer_sees_the_request_as_it_holds_it_within_its_bound(self) -> None:
+        seen: list[tuple[SummarizationRequest, Sequence[TranscriptTurn]]] = []
+
+        def summarize(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+            seen.append((request, turns))
+            return f"summary of {len(turns)} turns"
+
+        window = ContextWindow(
+            "openai_chat",
+            max_tokens=3000,
+            keep_first=1,
+            summarize=summarize,
+            summary_input_tokens=600,
+        )
+        for messages in run(window, "openai_chat", 120):
+            assert openai_chat.count_tokens(messages) <= 3000
+            assert messages[0]["content"] == TASK
+        assert seen, "the session must need summaries"
+        for request, turns in seen:
+            assert sum(turn.token_estimate for turn in turns) <= 600
+            assert request.prompt_id == "cutctx.summary"
+
+    def test_aprepare_awaits_an_async_summarize(self) -> None:
+        calls = 0
+
+        async def summarize(
+            _request: SummarizationRequest, _turns: Sequence[TranscriptTurn]
+        ) -> str:
+            nonlocal calls
+            calls += 1
+            return "done so far"
+
+        async def loop() -> list[list[dict[str, Any]]]:
+            window = ContextWindow("openai_chat", max_tokens=3000, summarize=summarize)
+            return [await window.aprepare(history) for history in session("openai_chat", 60)]
+
+        requests = asyncio.run(loop())
+        assert calls >= 1
+        assert any(message["content"] == "done so far" for message in requests[-1])
+
+    def test_prepare_refuses_an_async_summarize(self) -> None:
+        async def summarize(
+            _request: SummarizationRequest, _turns: Sequence[TranscriptTurn]
+        ) -> str:
+            return "never"
+
+        window = ContextWindow("openai_chat", max_tokens=3000, summarize=summarize)
+        with pytest.raises(ValidationError, match="aprepare"):
+            run(window, "openai_chat", 60)
+
+    def test_a_policy_that_summarizes_without_summarize_raises_summary_missing(self) -> None:
+        from cutctx import BoundedSummarizingPolicy  # noqa: PLC0415 - local to this case
+
+        window = ContextWindow(
+            "openai_chat",
+            max_tokens=3000,
+            policy=BoundedSummarizingPolicy("mine", max_input_tokens=1500),
+        )
+        with pytest.raises(SummaryMissing):
+            run(window, "openai_chat", 60)
+
+
+class TestSettings:
+    @pytest.mark.parametrize(
+        ("kwargs", "match"),
+        [
+            ({"format": "gemini"}, "format must be one of"),
+            ({"compact_at": 1.5}, "compact_at"),
+            ({"compact_to": 0.9}, "over compact_at"),
+            ({"keep_first": -1}, "keep_first"),
+            ({"summarize": "yes"}, "summarize must be callable"),
+            ({"policy": object()}, "policy must be a CompactionPolicy"),
+            ({"cache_breakpoints": 1}, "cache_breakpoints"),
+        ],
+    )
+    def test_bad_settings_are_refused_by_name(self, kwargs: dict[str, Any], match: str) -> None:
+        settings: dict[str, Any] = {"format": "openai_chat", "max_tokens": 1000, **kwargs}
+        with pytest.raises(ValidationError, match=match):
+            ContextWindow(**settings)
+
+    def test_stats_is_a_frozen_value(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=1000, policy=DropOldestPolicy())
+        assert window.stats == WindowStats()
+        with pytest.raises(AttributeError):
+            window.stats.requests = 3  # type: ignore[misc]
+
+
+def anthropic_history(steps: int, *, marked: bool = False) -> list[dict[str, Any]]:
+    """An Anthropic history whose tool-result messages also carry a text block."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+    for step in range(steps):
+        call = f"toolu_{step}"
+        history.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "hm", "signature": "s"},
+                    {"type": "tool_use", "id": call, "name": "run", "input": {}},
+                ],
+            }
+        )
+        result: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": call,
+            "content": f"out {step} " + "z" * 400,
+        }
+        if marked:
+            result["cache_control"] = {"type": "ephemeral"}
+        history.append({"role": "user", "content": [result, {"type": "text", "text": "next"}]})
+    return history
+
+
+class TestCacheBreakpoints:
+    def test_the_last_block_of_the_stable_prefix_is_marked_in_a_copy(self) -> None:
+        history = anthropic_history(12)
+        before = copy.deepcopy(history)
+        window = ContextWindow("anthropic", max_tokens=100_000, cache_breakpoints=True)
+        first = window.prepare(history[:5])
+        assert first == history[:5]  # nothing is stable yet: no marker
+        request = window.prepare(history)
+        assert window.stats.first_changed_index == 5
+        assert request[4]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert sum(markers(request)) == 1
+        assert history == before  # the caller's dicts are untouched
+
+    def test_a_string_body_becomes_one_marked_text_block(self) -> None:
+        window = ContextWindow("anthropic", max_tokens=1000, cache_breakpoints=True)
+        window.prepare([{"role": "user", "content": TASK}])
+        request = window.prepare(
+            [
+                {"role": "user", "content": TASK},
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "go"},
+            ]
+        )
+        marked: Any = request[0]["content"]
+        assert marked == [{"type": "text", "text": TASK, "cache_control": {"type": "ephemeral"}}]
+
+    def test_the_callers_markers_stay_and_four_is_the_most(self) -> None:
+        history = anthropic_history(8, marked=True)
+        window = ContextWindow("anthropic", max_tokens=100_000, cache_breakpoints=True)
+        window.prepare(history[:3])
+        request = window.prepare(history[:5])
+        assert sum(markers(request)) == 2 + 1  # the caller's two and the window's one
+        window.prepare(history[:9])
+        request = window.prepare(history)
+        assert sum(markers(request)) == 8  # the caller's own, and no more from the window
+        assert request == history
+
+    def test_other_formats_get_no_marker(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=1000, cache_breakpoints=True)
+        history = [{"role": "user", "content": TASK}]
+        window.prepare(history)
+        assert window.prepare([*history, {"role": "assistant", "content": "ok"}])[0] is history[0]
+
+
+def markers(request: Sequence[dict[str, Any]]) -> Iterator[int]:
+    for message in request:
+        content = message["content"]
+        if isinstance(content, list):
+            for block in content:
+                yield "cache_control" in block
+
+
+class TestBadInput:
+    def test_a_history_that_is_not_a_list_is_refused(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=1000)
+        with pytest.raises(ValidationError, match="history must be a list"):
+            window.prepare(cast("list[Any]", "hello"))
+
+    def test_a_bad_new_message_is_named_by_its_index_in_the_history(self) -> None:
+        histories = list(session("openai_chat", 5))
+        window = ContextWindow("openai_chat", max_tokens=5000)
+        window.prepare(histories[-1])
+        bad = [*histories[-1], {"role": "tool", "tool_call_id": "nobody", "content": "?"}]
+        with pytest.raises(ValidationError) as caught:
+            window.prepare(bad)
+        assert caught.value.details["index"] == len(bad) - 1
+
+    def test_anthropic_roles_must_alternate_across_steps(self) -> None:
+        window = ContextWindow("anthropic", max_tokens=5000)
+        history: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+        window.prepare(history)
+        with pytest.raises(ValidationError, match="two user messages") as caught:
+            window.prepare([*history, {"role": "user", "content": "again"}])
+        assert caught.value.details["index"] == 1
+        reply = {"role": "assistant", "content": "ok"}
+        window.prepare([*history, reply])
+        with pytest.raises(ValidationError, match="two assistant messages"):
+            window.prepare([*history, reply, {"role": "assistant", "content": "more"}])
+        with pytest.raises(ValidationError, match="open with a user message"):
+            ContextWindow("anthropic", max_tokens=5000).prepare([reply])
+
+    def test_a_summarize_that_returns_no_string_is_refused(self) -> None:
+        window = ContextWindow(
+            "openai_chat",
+            max_tokens=3000,
+            summarize=lambda _request, _turns: 7,  # type: ignore[arg-type,return-value]
+        )
+        with pytest.raises(ValidationError, match="not a string"):
+            run(window, "openai_chat", 60)
+
+    def test_summaries_far_over_their_targets_are_refused(self) -> None:
+        window = ContextWindow(
+            "openai_chat", max_tokens=3000, summarize=lambda _request, _turns: "w" * 20_000
+        )
+        with pytest.raises(ValidationError, match="exceed their targets"):
+            run(window, "openai_chat", 60)
+
+    def test_a_policy_that_cannot_fit_max_tokens_raises(self) -> None:
+        window = ContextWindow(
+            "openai_chat", max_tokens=3000, policy=ObservationMaskingPolicy(keep_recent_results=500)
+        )
+        with pytest.raises(CompactionError, match="over max_tokens"):
+            run(window, "openai_chat", 60)
+
+    def test_a_policy_whose_summaries_are_over_the_bound_is_refused(self) -> None:
+        window = ContextWindow(
+            "openai_chat",
+            max_tokens=3000,
+            policy=SummarizingPolicy("mine"),
+            summarize=lambda _request, _turns: "short",
+            summary_input_tokens=100,
+        )
+        with pytest.raises(ValidationError, match="over summary_input_tokens"):
+            run(window, "openai_chat", 60)
+
+    def test_a_policy_that_returns_no_plan_is_refused(self) -> None:
+        class Broken:
+            name = "broken"
+            version = "0"
+
+            def decide(self, _transcript: Any, _budget: Any) -> Any:
+                return None
+
+        window = ContextWindow("openai_chat", max_tokens=3000, policy=Broken())
+        with pytest.raises(ValidationError, match="not a CompactionPlan"):
+            run(window, "openai_chat", 60)
+
+
+class TestState:
+    def test_a_state_is_plain_json_and_holds_no_message_bodies(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000)
+        histories = list(session("openai_chat", 40))
+        for history in histories:
+            window.prepare(history)
+        state = window.state()
+        assert json.loads(json.dumps(state)) == state
+        assert "x" * 40 not in json.dumps(state)  # bodies are digested, never stored
+        assert len(state["messages"]) == len(histories[-1])
+
+    def test_a_changed_history_after_from_state_starts_over(self) -> None:
+        histories = list(session("openai_chat", 30))
+        window = ContextWindow("openai_chat", max_tokens=3000)
+        for history in histories:
+            window.prepare(history)
+        edited = copy.deepcopy(histories[-1])
+        edited[2]["content"] = "something else"
+        resumed = ContextWindow.from_state(window.state())
+        assert resumed.prepare(edited) == ContextWindow("openai_chat", max_tokens=3000).prepare(
+            edited
+        )
+        assert resumed.stats.resets == 1
+
+    def test_from_state_refuses_what_state_did_not_make(self) -> None:
+        state = ContextWindow("openai_chat", max_tokens=3000).state()
+        with pytest.raises(ValidationError, match="not a window state"):
+            ContextWindow.from_state({"hello": 1})
+        with pytest.raises(ValidationError, match="malformed state"):
+            ContextWindow.from_state({k: v for k, v in state.items() if k != "max_tokens"})
+        with pytest.raises(ValidationError, match="made with policy"):
+            ContextWindow.from_state(state, policy=DropOldestPolicy())
+
+    def test_a_state_that_names_turns_the_history_lacks_is_refused(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000)
+        history = next(session("openai_chat", 1))
+        window.prepare(history)
+        state = window.state()
+        state["dropped"] = ["m99"]
+        with pytest.raises(ValidationError, match="does not fit the history"):
+            ContextWindow.from_state(state).prepare(history)
+
+    def test_a_message_that_is_not_json_cannot_be_digested(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000)
+        window.prepare([{"role": "user", "content": "hi", "extra": object()}])
+        with pytest.raises(ValidationError, match="not JSON data"):
+            window.state()
+
+
+class TestShapes:
+    def test_masked_or_removed_last_messages_are_rendered_not_appended(self) -> None:
+        window = ContextWindow(
+            "anthropic", max_tokens=2000, protected_recent_turns=0, keep_recent_results=0
+        )
+        for history in session("anthropic", 60):
+            request = window.prepare(history)
+            assert anthropic_problems(request) == []
+            assert anthropic.count_tokens(request) <= 2000
+
+    def test_messages_split_into_several_turns_keep_their_price_and_order(self) -> None:
+        history = anthropic_history(40)
+        window = ContextWindow("anthropic", max_tokens=3000, keep_first=1)
+        for end in range(3, len(history) + 1, 2):
+            request = window.prepare(history[:end])
+            assert anthropic_problems(request) == []
+            assert anthropic.count_tokens(request) <= 3000
+        assert window.stats.compactions >= 1
+
+    def test_a_trailing_reasoning_item_is_reread_with_what_follows(self) -> None:
+        window = ContextWindow("openai_responses", max_tokens=5000)
+        history: list[dict[str, Any]] = [
+            {"role": "user", "content": TASK},
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+        ]
+        window.prepare(history)
+        more = [
+            *history,
+            {"type": "function_call", "call_id": "c1", "name": "run", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        ]
+        assert window.prepare(more) == more
+        assert window.stats.resets == 1
+
+    def test_the_window_reports_its_settings(self) -> None:
+        window = ContextWindow("anthropic", max_tokens=1000, system="Be brief.")
+        assert (window.format, window.system) == ("anthropic", "Be brief.")
+        assert window.policy.name == (
+            "chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)"
+        )
