@@ -38,7 +38,9 @@ from cutctx._core.values import (
     group_id_for,
 )
 from cutctx._loop.compact import CompactedMessages, default_policy
+from cutctx._policies.chain import PolicyChain
 from cutctx._policies.draft import estimator_marks
+from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
 from cutctx.formats._common import Binding, Part, Pricer
 
@@ -498,6 +500,8 @@ class ContextWindow:
                 },
             )
         by_id = {turn.turn_id: turn for turn in current.turns}
+        if plan.summarization_requests:
+            by_id.update(self._masked_first(current, budget))
         calls = []
         for request in plan.summarization_requests:
             turns = tuple(by_id[turn_id] for turn_id in request.turn_ids)
@@ -510,6 +514,31 @@ class ContextWindow:
                 )
             calls.append((request, turns))
         return _Pending(current, plan, budget, tuple(calls))
+
+    def _masked_first(
+        self, current: Transcript, budget: CompactionBudget
+    ) -> dict[str, TranscriptTurn]:
+        """Return the turns a chain's leading masking member masks, as their stubs.
+
+        A chain's summarizing member sizes its groups over the projection that masking left, so
+        the summarizer is handed those turns as stubs too: what it gets is what was measured
+        against ``summary_input_tokens``, never the raw results the masking step replaced.
+        """
+        policy = self._policy
+        if not isinstance(policy, PolicyChain):
+            return {}
+        first = policy.policies[0]
+        if not isinstance(first, ObservationMaskingPolicy):
+            return {}
+        masks = first.decide(current, budget)
+        out: dict[str, TranscriptTurn] = {}
+        for turn, action in zip(current.turns, masks.actions, strict=True):
+            if action.action is Action.MASK and action.replacement is not None:
+                replacement = action.replacement
+                out[turn.turn_id] = masked_turn(
+                    turn, replacement.content, replacement.token_estimate
+                )
+        return out
 
     def _complete(self, pending: _Pending, summaries: dict[str, str]) -> None:
         """Fold the plan into the decisions, record it over the history, render the request."""
