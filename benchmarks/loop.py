@@ -358,8 +358,11 @@ class NaiveLoop:
 
 
 def _strip_markers(message: dict[str, Any]) -> dict[str, Any]:
-    """``message`` without ``cache_control`` on its blocks (markers are not the message)."""
+    """``message`` without ``cache_control`` on its blocks (markers are not the message), its
+    text content as one text block."""
     content = message.get("content")
+    if isinstance(content, str):  # a marker turns text content into one text block
+        return {**message, "content": [{"type": "text", "text": content}]}
     if not isinstance(content, list):
         return message
     blocks = [
