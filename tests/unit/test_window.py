@@ -13,7 +13,6 @@ from baseaicore import ValidationError
 
 from cutctx import (
     BudgetUnsatisfiable,
-    CompactionError,
     CompactionPlan,
     ContextWindow,
     DropOldestPolicy,
@@ -218,6 +217,11 @@ class TestContextWindow:
             got.append(window.prepare(history))
         assert got == expected
         assert window.stats == whole.stats
+        assert window.last is not None
+        assert whole.last is not None
+        assert window.last.plan == whole.last.plan
+        assert window.last.report == whole.last.report
+        assert window.last.messages == whole.last.messages
 
 
 def results(fmt: str, request: Sequence[dict[str, Any]]) -> Iterator[tuple[str, str]]:
@@ -445,8 +449,10 @@ class TestBadInput:
         window = ContextWindow(
             "openai_chat", max_tokens=3000, policy=ObservationMaskingPolicy(keep_recent_results=500)
         )
-        with pytest.raises(CompactionError, match="over max_tokens"):
+        with pytest.raises(BudgetUnsatisfiable, match="exchanges they hold") as caught:
             run(window, "openai_chat", 60)
+        assert caught.value.max_tokens == 3000
+        assert caught.value.untouchable_tokens > 3000
 
     def test_a_policy_whose_summaries_are_over_the_bound_is_refused(self) -> None:
         window = ContextWindow(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from baseaicore import ValidationError, sha256_of
 
-from cutctx._core.errors import CompactionError, SummaryMissing
+from cutctx._core.errors import BudgetUnsatisfiable, SummaryMissing
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.executor import CompactionExecutor, masked_turn, summary_turn
 from cutctx._core.invariants import layout
@@ -32,14 +32,15 @@ from cutctx._core.values import (
     SummarizationRequest,
     Transcript,
     TranscriptTurn,
-    TurnAction,
     TurnReplacement,
     check_count,
     group_id_for,
+    trusted_action,
 )
 from cutctx._loop.compact import CompactedMessages, default_policy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.draft import estimator_marks
+from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
 from cutctx.formats._common import Binding, Part, Pricer
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from cutctx._core.protocols import TokenEstimator
+    from cutctx._core.report import CompactionReport
 
 __all__ = ["ContextWindow", "WindowStats", "window_policy"]
 
@@ -100,9 +102,7 @@ class _Group:
 class _Pending:
     """A compaction planned over the current request, waiting for its summaries."""
 
-    current: Transcript
-    plan: CompactionPlan
-    budget: CompactionBudget
+    stages: tuple[tuple[Transcript, CompactionPlan], ...]
     calls: tuple[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]], ...]
 
 
@@ -214,10 +214,22 @@ class ContextWindow:
                 summary_input_tokens=self._summary_input,
             )
         )
+        self._stages = _stages(self._policy)
         head, _ = self._module.to_transcript([], estimator=self._estimator, system=system)
         self._system_turns: tuple[TranscriptTurn, ...] = head.turns
         self._stats = WindowStats()
         self._last: CompactedMessages | None = None
+        self._last_inputs: (
+            tuple[
+                list[TranscriptTurn],
+                int,
+                list[Action],
+                dict[int, TurnReplacement],
+                dict[str, _Group],
+                list[Any],
+            ]
+            | None
+        ) = None
         self._restore: dict[str, Any] | None = None
         self._request: list[Any] = []
         self._costs: list[int] = []
@@ -274,6 +286,10 @@ class ContextWindow:
     @property
     def last(self) -> CompactedMessages | None:
         """The latest compaction: its request, report and plan over the whole history then."""
+        if self._last is None and self._last_inputs is not None:
+            turns, count, kinds, stubs, groups, messages = self._last_inputs
+            plan, report = self._record(turns[:count], kinds, stubs, groups)
+            self._last = CompactedMessages(messages, report, plan)
         return self._last
 
     def prepare[M](self, history: Sequence[M]) -> list[M]:
@@ -483,25 +499,37 @@ class ContextWindow:
         shape = layout(current, hard)
         shape.require_satisfiable(hard)
         budget = CompactionBudget(max(self._to, shape.untouchable_tokens), self._protected)
-        plan = self._policy.decide(current, budget)
-        if not isinstance(plan, CompactionPlan):
-            raise ValidationError(
-                f"ContextWindow: the policy returned {type(plan).__name__}, not a CompactionPlan",
-                details={"field": "policy"},
-            )
+        stages: list[tuple[Transcript, CompactionPlan]] = []
+        for policy in self._stages:
+            if stages:
+                previous = stages[-1][1]
+                if previous.tokens_after_estimate <= budget.max_tokens:
+                    break
+                # The next stage plans over the view the masks give: a summarizer then
+                # receives the stubs, as the request will hold them.
+                current = CompactionExecutor().apply(current, previous).transcript
+            made = policy.decide(current, budget)
+            if not isinstance(made, CompactionPlan):
+                raise ValidationError(
+                    f"ContextWindow: the policy returned {type(made).__name__}, "
+                    "not a CompactionPlan",
+                    details={"field": "policy"},
+                )
+            stages.append((current, made))
+        plan = stages[-1][1]
         if plan.tokens_after_estimate > self._max_tokens:
-            raise CompactionError(
-                f"ContextWindow: the policy leaves {plan.tokens_after_estimate} tokens, over "
-                f"max_tokens {self._max_tokens}",
+            kept = sum(1 for action in plan.actions if action.action is not Action.DROP)
+            raise BudgetUnsatisfiable(
+                f"the untouchable turns and the exchanges they hold need "
+                f"{plan.tokens_after_estimate} tokens, over the budget of {self._max_tokens}",
                 details={
-                    "tokens_after_estimate": plan.tokens_after_estimate,
+                    "untouchable_tokens": plan.tokens_after_estimate,
                     "max_tokens": self._max_tokens,
+                    "untouchable_turn_count": kept,
                     "policy": plan.policy_name,
                 },
             )
         by_id = {turn.turn_id: turn for turn in current.turns}
-        if plan.summarization_requests:
-            by_id.update(self._masked_first(current, budget))
         calls = []
         for request in plan.summarization_requests:
             turns = tuple(by_id[turn_id] for turn_id in request.turn_ids)
@@ -513,32 +541,7 @@ class ContextWindow:
                     details={"group_id": request.group_id, "tokens": size},
                 )
             calls.append((request, turns))
-        return _Pending(current, plan, budget, tuple(calls))
-
-    def _masked_first(
-        self, current: Transcript, budget: CompactionBudget
-    ) -> dict[str, TranscriptTurn]:
-        """Return the turns a chain's leading masking member masks, as their stubs.
-
-        A chain's summarizing member sizes its groups over the projection that masking left, so
-        the summarizer is handed those turns as stubs too: what it gets is what was measured
-        against ``summary_input_tokens``, never the raw results the masking step replaced.
-        """
-        policy = self._policy
-        if not isinstance(policy, PolicyChain):
-            return {}
-        first = policy.policies[0]
-        if not isinstance(first, ObservationMaskingPolicy):
-            return {}
-        masks = first.decide(current, budget)
-        out: dict[str, TranscriptTurn] = {}
-        for turn, action in zip(current.turns, masks.actions, strict=True):
-            if action.action is Action.MASK and action.replacement is not None:
-                replacement = action.replacement
-                out[turn.turn_id] = masked_turn(
-                    turn, replacement.content, replacement.token_estimate
-                )
-        return out
+        return _Pending(tuple(stages), tuple(calls))
 
     def _complete(self, pending: _Pending, summaries: dict[str, str]) -> None:
         """Fold the plan into the decisions, record it over the history, render the request."""
@@ -547,31 +550,35 @@ class ContextWindow:
         groups = dict(self._groups)
         folded: dict[str, list[int]] = {}
         index_of = self._index_of
-        for turn, action in zip(pending.current.turns, pending.plan.actions, strict=True):
-            kind = action.action
-            if kind is Action.KEEP:
-                continue
-            index = index_of.get(turn.turn_id)
-            if index is None:  # a summary the request holds
-                group = groups.pop(turn.turn_id.removeprefix(SUMMARY_TURN_ID_PREFIX))
-                if kind is Action.MASK:
-                    raise ValidationError(
-                        f"ContextWindow: the policy masked the summary {turn.turn_id!r}",
-                        details={"turn_id": turn.turn_id},
-                    )
-                members: Sequence[int] = group.members
-            else:
-                members = (index,)
-            for member in members:
-                stubs.pop(member, None)
-                kinds[member] = kind
-                if kind is Action.MASK:
-                    assert action.replacement is not None  # noqa: S101 - the gate ensures it
-                    stubs[member] = action.replacement
-                elif kind is Action.SUMMARIZE:
-                    assert action.summary_group is not None  # noqa: S101 - the gate ensures it
-                    folded.setdefault(action.summary_group, []).append(member)
-        for request in pending.plan.summarization_requests:
+        for current, plan in pending.stages:
+            for turn, action in zip(current.turns, plan.actions, strict=True):
+                kind = action.action
+                if kind is Action.KEEP:
+                    continue
+                index = index_of.get(turn.turn_id)
+                if index is None:  # a summary the request holds
+                    if kind is Action.MASK:
+                        raise ValidationError(
+                            f"ContextWindow: the policy masked the summary {turn.turn_id!r}",
+                            details={"turn_id": turn.turn_id},
+                        )
+                    group = groups.pop(turn.turn_id.removeprefix(SUMMARY_TURN_ID_PREFIX))
+                    members: Sequence[int] = group.members
+                else:
+                    members = (index,)
+                for member in members:
+                    stubs.pop(member, None)
+                    kinds[member] = kind
+                    if kind is Action.MASK:
+                        assert action.replacement is not None  # noqa: S101 - the gate ensures it
+                        stubs[member] = action.replacement
+                    elif kind is Action.SUMMARIZE:
+                        assert action.summary_group is not None  # noqa: S101 - the gate ensures
+                        folded.setdefault(action.summary_group, []).append(member)
+        requests = [
+            request for _, plan in pending.stages for request in plan.summarization_requests
+        ]
+        for request in requests:
             members = sorted(folded[request.group_id])
             text = summaries[request.group_id]
             shown = text.rstrip() if self._format == "anthropic" else text
@@ -591,12 +598,15 @@ class ContextWindow:
                 f"{tokens} tokens, over max_tokens {self._max_tokens}",
                 details={"max_tokens": self._max_tokens, "tokens_needed": tokens},
             )
-        plan, report = self._record(count, kinds, stubs, groups)
         self._kinds, self._stubs, self._groups = kinds, stubs, groups
         self._view, self._tokens, self._held = view, tokens, len(self._seen)
         self._last_count = len(self._seen)
         self._settle(self._previous(), *self._rebuild(), compacted=True)
-        self._last = CompactedMessages(list(self._request), report, plan)
+        # The plan over the whole history (and its report) is built when it is first read:
+        # a loop that does not log it does not pay for it. Turns below ``count`` and these
+        # decisions never change in place, so the snapshot stays true.
+        self._last = None
+        self._last_inputs = (self._turns, count, kinds, stubs, groups, list(self._request))
 
     def _snap(self, view: list[TranscriptTurn], kinds: list[Action]) -> bool:
         """Drop a lone user message that a removal left behind another user message.
@@ -636,20 +646,20 @@ class ContextWindow:
 
     def _record(
         self,
-        count: int,
+        turns: list[TranscriptTurn],
         kinds: list[Action],
         stubs: dict[int, TurnReplacement],
         groups: dict[str, _Group],
-    ) -> tuple[CompactionPlan, Any]:
-        """Return the plan over the first ``count`` history turns, and the report of applying it."""
-        turns = self._turns[:count]
+    ) -> tuple[CompactionPlan, CompactionReport]:
+        """Return the plan over the history ``turns`` under the decisions, and its report."""
         history = Transcript(tuple(turns))
         group_of: dict[int, str] = {}
         for group_id, group in groups.items():
             for member in group.members:
                 group_of[member] = group_id
+        # Each part is a value already checked (ids, actions, stubs); the gate checks the whole.
         actions = tuple(
-            TurnAction(turn.turn_id, kinds[index], group_of.get(index), stubs.get(index))
+            trusted_action(turn.turn_id, kinds[index], group_of.get(index), stubs.get(index))
             for index, turn in enumerate(turns)
         )
         requests = tuple(
@@ -792,7 +802,11 @@ class ContextWindow:
                 }
                 for group in self._groups.values()
             ],
-            "last_compaction": self._last_count if self._last is not None else None,
+            "last_compaction": (
+                self._last_count
+                if self._last is not None or self._last_inputs is not None
+                else None
+            ),
             "stats": {
                 "requests": self._stats.requests,
                 "compactions": self._stats.compactions,
@@ -917,13 +931,12 @@ class ContextWindow:
         last = saved["last_compaction"]
         if last is not None:
             end = self._ends[last - 1] if last else len(self._system_turns)
-            plan, report = self._record(end, self._kinds, self._stubs, self._groups)
             binding = Binding(
                 self._format, tuple(self._seen[:last]), self._system, self._parts, self._estimator
             )
             view = _view_of(self._turns[:end], self._kinds, self._stubs, self._groups)
             messages = self._module.from_transcript(Transcript(tuple(view)), binding)
-            self._last = CompactedMessages(messages, report, plan)
+            self._last_inputs = (self._turns, end, self._kinds, self._stubs, self._groups, messages)
             self._last_count = last
         self._request, self._costs = self._rebuild()
         self._stats = stats
@@ -950,6 +963,28 @@ def window_policy(
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+
+def _stages(policy: CompactionPolicy) -> tuple[CompactionPolicy, ...]:
+    """Split a chain whose leading masking members come before one that may summarize.
+
+    The window runs the masking members first and the rest over the view they give, so a
+    summarizer is handed the stubs the request holds, not the originals behind them.
+    """
+    if not isinstance(policy, PolicyChain):
+        return (policy,)
+    members = policy.policies
+    lead = 0
+    while lead < len(members) and isinstance(members[lead], ObservationMaskingPolicy):
+        lead += 1
+    later = members[lead:]
+    if not lead or all(
+        isinstance(member, ObservationMaskingPolicy | DropOldestPolicy) for member in later
+    ):
+        return (policy,)
+    first = members[0] if lead == 1 else PolicyChain(members[:lead])
+    rest = later[0] if len(later) == 1 else PolicyChain(later)
+    return (first, rest)
 
 
 def _tokens_of(owner: str, name: str, value: object, max_tokens: int) -> int:
