@@ -10,8 +10,9 @@ message — renders it in OpenAI Chat and Anthropic Messages form, and feeds it 
 * ``window``: ``ContextWindow`` (32 000 tokens, ``compact_at=0.8``, ``compact_to=0.5``,
   ``keep_first=1``; Anthropic with ``cache_breakpoints=True``);
 * ``window+summaries``: the same with a fake deterministic ``summarize`` (a short string);
-* ``naive`` and ``naive+summaries``: ``compact_messages`` over the full history, with
-  ``max_tokens`` the window's size, on every step where the full history passes 80 % of it.
+* ``naive`` and ``naive+summaries``: ``compact_messages`` over the full history on every step
+  with ``max_tokens`` 80 % of the window: nothing changes while the history fits, and every step
+  after it passes 80 % compacts it to 80 % again.
 
 Every request is priced with ``cutctx.TokenizerEstimator`` over cl100k, as the loops price it.
 Per loop it reports: **prefix-hit** (the tokens of a request's leading messages equal, message by
@@ -324,7 +325,11 @@ class WindowLoop:
 
 
 class NaiveLoop:
-    """``compact_messages`` over the full history on every step where it passes ``compact_at``."""
+    """``compact_messages`` over the full history on every step, to ``compact_at``.
+
+    A no-op while the full history fits 80 % of the window; once it passes, every step compacts
+    it down to 80 % (the check is the call itself: one pass over the history per step).
+    """
 
     naive = True
 
@@ -339,18 +344,16 @@ class NaiveLoop:
 
     def step(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Return the request for ``history``."""
-        cost = self.module.count_tokens(history, estimator=self.estimator, system=self.system)
-        if cost <= self.config.compact_at_tokens:
-            return list(history)
-        self.compactions += 1
         done = compact_messages(
             history,
-            max_tokens=self.config.max_tokens,
+            max_tokens=self.config.compact_at_tokens,
             format=self.module.FORMAT,
             system=self.system,
             estimator=self.estimator,
             summarize=self.summarizer,
         )
+        if done.plan.tokens_before > self.config.compact_at_tokens:
+            self.compactions += 1
         return done.messages
 
 
@@ -583,6 +586,8 @@ def drive(
         for step in range(len(session.events) + 1):
             for lane in lanes:
                 lane.step(step)
+            if step and step % 100 == 0:
+                log(f"  step {step}: {time.perf_counter() - started:.1f} s")
         for lane in lanes:
             finish(lane, config, first=number == 0)
         log(f"pass {number + 1}: {len(lanes)} loops in {time.perf_counter() - started:.1f} s")

@@ -112,13 +112,19 @@ def setups(draw: st.DrawFn, fmt: str) -> Setup:
     as_ints = draw(st.integers(0, 3)) == 0
     compact_at: float | int = math.floor(at * max_tokens) if as_ints else at
     compact_to: float | int = math.floor(to * max_tokens) if as_ints else to
-    summary_input_tokens = draw(st.none() | st.integers(100, 2_000) | st.sampled_from([0.25, 0.5]))
+    summary_input_tokens = draw(
+        st.none() | st.integers(50, max_tokens) | st.sampled_from([0.25, 0.5])
+    )
+    keep_first = draw(st.sampled_from([1, 1, 0, 2]))
+    # With nothing pinned and nothing protected a compaction may leave no message at all, which
+    # no provider accepts: the core's drop-oldest does that by design, so it is not drawn.
+    protected = draw(st.integers(0 if keep_first else 1, 4))
     return Setup(
         max_tokens=max_tokens,
         compact_at=compact_at,
         compact_to=compact_to,
-        keep_first=draw(st.sampled_from([1, 1, 0, 2])),
-        protected_recent_turns=draw(st.integers(0, 4)),
+        keep_first=keep_first,
+        protected_recent_turns=protected,
         keep_recent_results=draw(st.integers(0, 3)),
         summarized=draw(st.booleans()),
         summary_input_tokens=summary_input_tokens,
