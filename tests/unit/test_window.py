@@ -13,6 +13,7 @@ from baseaicore import ValidationError
 
 from cutctx import (
     BudgetUnsatisfiable,
+    CharRatioEstimator,
     CompactionPlan,
     ContextWindow,
     DropOldestPolicy,
@@ -20,6 +21,7 @@ from cutctx import (
     SummarizationRequest,
     SummarizingPolicy,
     SummaryMissing,
+    TokenizerEstimator,
     TranscriptTurn,
     WindowStats,
 )
@@ -303,6 +305,10 @@ class TestSettings:
         ("kwargs", "match"),
         [
             ({"format": "gemini"}, "format must be one of"),
+            ({"max_tokens": 0}, "max_tokens must be at least 1"),
+            ({"estimator": object()}, "estimator must have estimate_tokens"),
+            ({"compact_to": 5000}, "compact_to"),
+            ({"summary_input_tokens": True}, "summary_input_tokens"),
             ({"compact_at": 1.5}, "compact_at"),
             ({"compact_to": 0.9}, "over compact_at"),
             ({"keep_first": -1}, "keep_first"),
@@ -510,6 +516,8 @@ class TestState:
             ContextWindow.from_state({k: v for k, v in state.items() if k != "max_tokens"})
         with pytest.raises(ValidationError, match="made with policy"):
             ContextWindow.from_state(state, policy=DropOldestPolicy())
+        with pytest.raises(ValidationError, match="priced by"):
+            ContextWindow.from_state(state, estimator=CharRatioEstimator(3.0))
 
     def test_a_state_that_names_turns_the_history_lacks_is_refused(self) -> None:
         window = ContextWindow("openai_chat", max_tokens=3000)
@@ -567,3 +575,28 @@ class TestShapes:
         assert window.policy.name == (
             "chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)"
         )
+
+
+class TestCostPerStep:
+    def test_old_messages_are_never_priced_again_on_a_step_that_does_not_compact(self) -> None:
+        """Each text is encoded once, when its message is new; a compaction prices only stubs
+        and summaries. Counted by the calls an estimator receives, not by a clock."""
+        priced: list[str] = []
+
+        def encode(text: str) -> list[int]:
+            priced.append(text)
+            return [0] * (len(text) // 4 + 1)
+
+        estimator = TokenizerEstimator(encode, name="counting")
+        window = ContextWindow("openai_chat", max_tokens=4000, estimator=estimator)
+        previous: list[dict[str, Any]] = []
+        for history in session("openai_chat", 80):
+            priced.clear()
+            before = window.stats.compactions
+            window.prepare(history)
+            if window.stats.compactions == before:
+                fresh = history[len(previous) :]
+                texts = {m["content"] for m in fresh if isinstance(m.get("content"), str)}
+                assert {text for text in priced if text not in ("run", "{}")} <= texts
+            previous = history
+        assert window.stats.compactions >= 2

@@ -93,6 +93,10 @@ def compact_messages(
             that the messages would exceed a budget the plan meets.
         BudgetUnsatisfiable: if the untouchable messages alone exceed ``max_tokens``.
         SummaryMissing: if ``policy`` plans a summary and no ``summarize`` was given.
+
+    .. versionchanged:: 0.1.0
+       ``keep_first`` and ``keep_recent_results``; the default policy masks the recent results
+       too before it drops an exchange.
     """
     module = _module(format)
     if summarize is not None and not callable(summarize):

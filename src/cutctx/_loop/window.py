@@ -784,6 +784,7 @@ class ContextWindow:
             "cache_breakpoints": self._cache_breakpoints,
             "summarize": self._summarize is not None,
             "policy": f"{self._policy.name}@{self._policy.version}",
+            "estimator": list(estimator_marks(self._estimator)),
             "messages": digests[:held],
             "masked": [
                 [turns[index].turn_id, stub.content, stub.token_estimate]
@@ -864,6 +865,13 @@ class ContextWindow:
                     f"ContextWindow.from_state: the state was made with policy "
                     f"{state['policy']!r}, this window has {named!r}",
                     details={"field": "policy"},
+                )
+            marks = list(estimator_marks(window._estimator))
+            if marks != state["estimator"]:
+                raise ValidationError(
+                    f"ContextWindow.from_state: the state was priced by {state['estimator']!r}, "
+                    f"this window's estimator is {marks!r}",
+                    details={"field": "estimator"},
                 )
             stats = WindowStats(**state["stats"])
             window._stats = stats
