@@ -193,6 +193,12 @@ def traced(
     return run(window, chosen, summarizer), summarizer
 
 
+def plain(requests: list[list[dict[str, Any]]]) -> list[list[str]]:
+    """The requests without ``cache_control`` markers: after a reset the window still places its
+    marker against the request before, which a new window never saw (markers are not messages)."""
+    return [[ss.canonical(message) for message in request] for request in requests]
+
+
 def price(session: ss.Session, setup: Setup, request: list[dict[str, Any]]) -> int:
     """The request's cost by its format's ``count_tokens`` with the window's estimator."""
     module = MODULES[session.format]
@@ -392,7 +398,7 @@ class TestContextWindowProperties:
         resets = window.stats.resets
         again = run(window, histories[back:], summarizer)
         fresh, _ = traced(setup, session, histories[back:])
-        assert again.requests == fresh.requests
+        assert plain(again.requests) == plain(fresh.requests)
         assert (again.refused is None) == (fresh.refused is None)
         if again.stats:
             assert again.stats[0][2] == resets + 1
@@ -427,7 +433,7 @@ class TestContextWindowProperties:
         lineage = list(session.histories(changed))[cut:]
         again = run(window, lineage, summarizer)
         fresh, _ = traced(setup, session, lineage)
-        assert again.requests == fresh.requests
+        assert plain(again.requests) == plain(fresh.requests)
         assert (again.refused is None) == (fresh.refused is None)
         if again.stats:
             assert again.stats[0][2] == resets + 1
