@@ -334,6 +334,20 @@ def _anthropic_against(messages: list[dict[str, Any]], original: list[dict[str, 
     return problems
 
 
+def anthropic_cache_problems(
+    messages: list[dict[str, Any]], system: str | list[dict[str, Any]] | None = None
+) -> list[str]:
+    """Messages API prompt caching: at most four ``cache_control`` breakpoints in a request,
+    the blocks of ``system`` included."""
+    blocks = [] if system is None or isinstance(system, str) else list(system)
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            blocks.extend(content)
+    markers = sum(1 for block in blocks if isinstance(block, dict) and "cache_control" in block)
+    return [f"{markers} cache_control breakpoints, more than four"] if markers > 4 else []
+
+
 # -- counters -----------------------------------------------------------------------------------
 
 

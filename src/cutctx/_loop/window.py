@@ -392,9 +392,10 @@ class ContextWindow:
         self._view.extend(self._turns[start:])
         self._tokens = tokens
         self._held = len(self._seen)
-        if previous is not base or (base and base[-1] is not self._seen[held - 1]):
+        if previous is not base or (held and (not base or base[-1] is not self._seen[held - 1])):
             # After a reset, or when the request does not end with the history's last message
-            # (it was masked or removed, so new ones may need merging): render the whole view.
+            # (it was masked or removed, so new ones may need merging, or an opener before
+            # them when nothing is left): render the whole view.
             self._settle(previous, *self._rebuild(), compacted=False)
             return
         stable = sum(self._costs)
