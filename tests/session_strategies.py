@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import strategies as st
 
 from cutctx.formats import anthropic
+from tests.format_validators import SUMMARY_OPENING
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -245,6 +246,8 @@ def canonical(value: Any) -> str:
 
 
 def _tag(text: str) -> str | None:
+    if text.startswith(SUMMARY_OPENING):  # a summary the window wrote: keyed by its whole text
+        return None
     if text.startswith("["):
         end = text.find("]")
         if end > 0:

@@ -605,3 +605,128 @@ class TestCostPerStep:
                 assert {text for text in priced if text not in ("run", "{}")} <= texts
             previous = history
         assert window.stats.compactions >= 2
+
+
+def marked_session(steps: int) -> Iterator[list[dict[str, Any]]]:
+    """A Chat session whose messages carry context-clipper's keys: a sticky task, searches that
+    failed at priority 0, useful results at priority 2."""
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": TASK, "sticky": True, "priority": 5}
+    ]
+    for step in range(steps):
+        call = f"call_{step}"
+        failed = step % 2 == 0
+        history.append(
+            {
+                "role": "assistant",
+                "content": f"step {step}",
+                "tool_calls": [
+                    {
+                        "id": call,
+                        "type": "function",
+                        "function": {"name": "search" if failed else "read", "arguments": "{}"},
+                    }
+                ],
+                "priority": 0 if failed else 2,
+            }
+        )
+        body = "no results " * 60 if failed else f"file {step} " + "y" * 400
+        history.append(
+            {"role": "tool", "tool_call_id": call, "content": body, "priority": 0 if failed else 2}
+        )
+        yield list(history)
+
+
+class TestPriorityAndMarks:
+    def test_priorities_shed_the_lowest_level_first_and_no_key_is_sent(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, protected_recent_turns=2)
+        for history in marked_session(60):
+            request = window.prepare(history)
+            assert openai_chat.count_tokens(request) <= 3000
+            assert chat_problems(request) == []
+            assert not any("priority" in m or "sticky" in m for m in request)
+            assert request[0] == {"role": "user", "content": TASK}  # sticky: always kept
+        last = window.last
+        assert last is not None
+        assert last.plan.policy_name == "priority"
+        kept = [m.get("content") for m in last.messages if m.get("role") == "assistant"]
+        # every step still in the request that is not in the protected tail is a useful read
+        assert all(int(text.split()[1]) % 2 == 1 for text in kept[:-1])
+
+    def test_a_marked_message_is_sent_as_one_stable_copy(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=100_000)
+        requests = [window.prepare(history) for history in marked_session(5)]
+        assert requests[-1][0] is requests[0][0]  # the same stripped copy on every step
+        assert window.stats.stable_prefix_tokens > 0
+
+    def test_priority_and_pin_callables_mark_without_changing_the_messages(self) -> None:
+        histories = list(session("openai_chat", 60))
+        before = copy.deepcopy(histories[-1])
+        noise = {i for i, m in enumerate(histories[-1]) if "x" * 1000 in str(m.get("content"))}
+
+        def priority(index: int, _message: dict[str, Any]) -> int:
+            return 0 if index in noise or index - 1 in noise else 1
+
+        window = ContextWindow(
+            "openai_chat",
+            max_tokens=3000,
+            priority=priority,
+            pin=lambda index, _message: index == 0,
+        )
+        for history in histories:
+            request = window.prepare(history)
+            assert request[0]["content"] == TASK
+            assert chat_problems(request) == []
+        assert histories[-1] == before
+        assert window.last is not None
+        assert window.last.plan.policy_name == "priority"
+
+    def test_a_policy_of_the_callers_own_wins_over_priority_mode(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, policy=DropOldestPolicy())
+        for history in marked_session(40):
+            window.prepare(history)
+        assert window.last is not None
+        assert window.last.plan.policy_name == "drop_oldest"
+
+    def test_state_carries_priority_mode_across_processes(self) -> None:
+        histories = list(marked_session(50))
+        whole = ContextWindow("openai_chat", max_tokens=3000)
+        expected = [whole.prepare(history) for history in histories]
+        first = ContextWindow("openai_chat", max_tokens=3000)
+        for history in histories[:30]:
+            first.prepare(history)
+        state = json.loads(json.dumps(first.state()))
+        second = ContextWindow.from_state(state)
+        assert [second.prepare(history) for history in histories[30:]] == expected[30:]
+
+    def test_a_compaction_item_stays_in_every_request(self) -> None:
+        """The format pins the provider's own summary; the window keeps that pin."""
+        compaction = {"type": "compaction", "encrypted_content": "opaque " * 100}
+        window = ContextWindow("openai_responses", max_tokens=3000, protected_recent_turns=1)
+        for history in session("openai_responses", 60):
+            request = window.prepare([compaction, *history])
+            assert request[0] is compaction
+        assert window.stats.compactions >= 2
+
+    @pytest.mark.parametrize("bad", ["priority", "pin"])
+    def test_a_marking_function_that_is_not_callable_is_refused(self, bad: str) -> None:
+        with pytest.raises(ValidationError, match=f"{bad} must be callable"):
+            ContextWindow("openai_chat", max_tokens=100, **{bad: 3})  # type: ignore[arg-type]
+
+
+class TestSdkObjects:
+    def test_a_kept_sdk_message_comes_back_as_the_same_object(self) -> None:
+        from openai.types.chat import ChatCompletionMessage  # noqa: PLC0415 - dev dependency
+
+        reply = ChatCompletionMessage(role="assistant", content="Done: the build is green.")
+        history: list[Any] = [{"role": "user", "content": TASK}, reply]
+        window = ContextWindow("openai_chat", max_tokens=1000)
+        request = window.prepare(history)
+        assert request[1] is reply
+        history = [*history, {"role": "user", "content": "thanks"}]
+        request = window.prepare(history)
+        assert request[1] is reply
+        state = json.loads(json.dumps(window.state()))
+        again = ContextWindow.from_state(state)
+        assert again.prepare(history) == request
+        assert window.stats.resets == 0

@@ -12,7 +12,7 @@ ones, and the result is recorded as one plan over the whole history, through the
 from __future__ import annotations
 
 import operator
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
@@ -37,7 +37,12 @@ from cutctx._core.values import (
     group_id_for,
     trusted_action,
 )
-from cutctx._loop.compact import CompactedMessages, default_policy
+from cutctx._loop.compact import (
+    CompactedMessages,
+    default_policy,
+    is_prioritized,
+    priority_policy,
+)
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.draft import estimator_marks
 from cutctx._policies.drop import DropOldestPolicy
@@ -146,6 +151,8 @@ class ContextWindow:
         policy: CompactionPolicy | None = None,
         summary_input_tokens: float | int | None = None,
         cache_breakpoints: bool = False,
+        priority: Callable[[int, dict[str, Any]], int] | None = None,
+        pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> None:
         owner = "ContextWindow"
         if not isinstance(format, str) or format not in _FORMATS:
@@ -191,6 +198,12 @@ class ContextWindow:
                 details={"field": "summarize"},
             )
         self._summarize = summarize
+        for name, function in (("priority", priority), ("pin", pin)):
+            if function is not None and not callable(function):
+                raise ValidationError(
+                    f"{owner}: {name} must be callable(index, message)", details={"field": name}
+                )
+        self._priority_of, self._pin_of = priority, pin
         if policy is not None and not isinstance(policy, CompactionPolicy):
             raise ValidationError(
                 f"{owner}: policy must be a CompactionPolicy, got {type(policy).__name__}",
@@ -215,6 +228,11 @@ class ContextWindow:
             )
         )
         self._stages = _stages(self._policy)
+        # Without a policy of the caller's, a conversation with priorities sheds by them.
+        self._priority_mode: CompactionPolicy | None = (
+            priority_policy(self._estimator) if policy is None else None
+        )
+        self._planned_by = self._policy  # the policy of the latest compaction
         head, _ = self._module.to_transcript([], estimator=self._estimator, system=system)
         self._system_turns: tuple[TranscriptTurn, ...] = head.turns
         self._stats = WindowStats()
@@ -240,7 +258,9 @@ class ContextWindow:
 
     def _clear(self) -> None:
         """Forget the conversation (not the stats, nor the last request, kept to compare)."""
-        self._seen: list[Any] = []
+        self._seen: list[Any] = []  # the caller's messages, compared by identity
+        self._sent: list[dict[str, Any]] = []  # each as read: a dict, context-clipper keys gone
+        self._originals: list[Any] = []  # what a kept message is sent as (see Binding)
         self._digests: list[str] = []
         self._turns: list[TranscriptTurn] = list(self._system_turns)
         self._parts: dict[str, Part] = {
@@ -392,14 +412,16 @@ class ContextWindow:
         self._view.extend(self._turns[start:])
         self._tokens = tokens
         self._held = len(self._seen)
-        if previous is not base or (held and (not base or base[-1] is not self._seen[held - 1])):
+        if previous is not base or (
+            held and (not base or base[-1] is not self._originals[held - 1])
+        ):
             # After a reset, or when the request does not end with the history's last message
             # (it was masked or removed, so new ones may need merging, or an opener before
             # them when nothing is left): render the whole view.
             self._settle(previous, *self._rebuild(), compacted=False)
             return
         stable = sum(self._costs)
-        self._request = [*base, *self._seen[held:]]
+        self._request = [*base, *self._originals[held:]]
         self._costs = [*self._costs, *self._message_tokens[held:]]
         self._count(len(base), stable, compacted=False)
 
@@ -428,8 +450,8 @@ class ContextWindow:
         chunk = list(history[start:])
         offset = start
         if self._format == "anthropic":
-            opens = isinstance(chunk[0], dict) and chunk[0].get("role") == "assistant"
-            before = self._seen[start - 1].get("role") if start else None
+            opens = _role_of(chunk[0]) == "assistant"
+            before = self._sent[start - 1].get("role") if start else None
             if (opens and before != "user" and start) or (
                 not opens and start and before != "assistant"
             ):
@@ -437,18 +459,23 @@ class ContextWindow:
             if opens and start:
                 chunk.insert(0, _OPENER)
                 offset -= 1
-        elif self._format == "openai_responses" and start and _reasoning(self._seen[start - 1]):
+        elif self._format == "openai_responses" and start and _reasoning(self._sent[start - 1]):
             # A trailing reasoning item joins the exchange of the item after it: its turn is
             # settled only now, so the window starts over from the whole history.
             self._reset()
             self._scan(history, 0)
             return
+        skip = 0 if offset == start else 1  # the opener put before the chunk
         try:
-            transcript, binding = module.to_transcript(chunk, estimator=self._estimator)
+            transcript, binding = module.to_transcript(
+                chunk,
+                estimator=self._estimator,
+                priority=_shifted(self._priority_of, offset, skip, neutral=0),
+                pin=_shifted(self._pin_of, offset, skip, neutral=False),
+            )
         except ValidationError:
             self._full_check(history)
             raise
-        skip = 0 if offset == start else 1  # the opener put before the chunk
         turns, parts, index_of = self._turns, self._parts, self._index_of
         current = -1
         pinned = False
@@ -470,7 +497,8 @@ class ContextWindow:
                 turn.content,
                 turn.token_estimate,
                 None if turn.tool_call_id is None else _shift(turn.tool_call_id, offset),
-                pinned=pinned,
+                pinned=pinned or turn.pinned,  # a sticky message, or a compaction item
+                metadata=turn.metadata,  # its priority and tool name
             )
             index_of[made.turn_id] = len(turns)
             turns.append(made)
@@ -479,6 +507,8 @@ class ContextWindow:
         if current >= 0:
             self._close_message(current)
         self._seen.extend(history[start:])
+        self._sent.extend(binding.messages[skip:])
+        self._originals.extend(binding.originals[skip:])
 
     def _close_message(self, index: int) -> None:
         end = len(self._turns)
@@ -489,7 +519,9 @@ class ContextWindow:
 
     def _full_check(self, history: Sequence[Any]) -> None:
         """Validate the whole history, so an error names the right message."""
-        self._module.to_transcript(list(history), estimator=self._estimator)
+        self._module.to_transcript(
+            list(history), estimator=self._estimator, priority=self._priority_of, pin=self._pin_of
+        )
 
     # -- compaction ---------------------------------------------------------------------------
 
@@ -500,8 +532,10 @@ class ContextWindow:
         shape = layout(current, hard)
         shape.require_satisfiable(hard)
         budget = CompactionBudget(max(self._to, shape.untouchable_tokens), self._protected)
+        self._planned_by = self._policy_for(current)
         stages: list[tuple[Transcript, CompactionPlan]] = []
-        for policy in self._stages:
+        chosen = self._stages if self._planned_by is self._policy else (self._planned_by,)
+        for policy in chosen:
             if stages:
                 previous = stages[-1][1]
                 if previous.tokens_after_estimate <= budget.max_tokens:
@@ -617,7 +651,7 @@ class ContextWindow:
         Dropping the lone message instead is what drop-oldest does next anyway. Return whether
         any was dropped.
         """
-        parts, seen, index_of = self._parts, self._seen, self._index_of
+        parts, sent, index_of = self._parts, self._sent, self._index_of
         tail = len(self._turns) - self._protected
         previous: object = None
         last = -2
@@ -630,7 +664,7 @@ class ContextWindow:
             if part.index < 0 or part.index == last:
                 continue
             last = part.index
-            role = seen[part.index].get("role")
+            role = sent[part.index].get("role")
             index = index_of[turn.turn_id]
             if (
                 role == previous == "user"
@@ -686,8 +720,8 @@ class ContextWindow:
             summarization_requests=requests,
             tokens_before=history.token_estimate(),
             tokens_after_estimate=after,
-            policy_name=self._policy.name,
-            policy_version=self._policy.version,
+            policy_name=self._planned_by.name,
+            policy_version=self._planned_by.version,
             estimator_ratio=ratio,
             budget_unmet=after > budget.max_tokens,
             transcript=history,
@@ -698,11 +732,27 @@ class ContextWindow:
         report = CompactionExecutor().apply(history, plan, texts).report
         return plan, report
 
+    def _policy_for(self, transcript: Transcript) -> CompactionPolicy:
+        """Return the policy a compaction over ``transcript`` plans with.
+
+        That is the priority policy when the window has no policy of the caller's and any
+        message has a priority (or ``priority=`` was given); else the window's policy.
+        """
+        mode = self._priority_mode
+        if mode is not None and (self._priority_of is not None or is_prioritized(transcript)):
+            return mode
+        return self._policy
+
     def _rebuild(self) -> tuple[list[Any], list[int]]:
         """Render the request from the view; return it and each message's estimate."""
-        held = tuple(self._seen[: self._held])
+        held = self._held
         binding: Binding[Any] = Binding(
-            self._format, held, self._system, self._parts, self._estimator, held
+            self._format,
+            tuple(self._sent[:held]),
+            self._system,
+            self._parts,
+            self._estimator,
+            tuple(self._originals[:held]),
         )
         view = Transcript(tuple(self._view))
         request = self._module.from_transcript(view, binding)
@@ -937,11 +987,16 @@ class ContextWindow:
         last = saved["last_compaction"]
         if last is not None:
             end = self._ends[last - 1] if last else len(self._system_turns)
-            seen = tuple(self._seen[:last])
             binding: Binding[Any] = Binding(
-                self._format, seen, self._system, self._parts, self._estimator, seen
+                self._format,
+                tuple(self._sent[:last]),
+                self._system,
+                self._parts,
+                self._estimator,
+                tuple(self._originals[:last]),
             )
             view = _view_of(self._turns[:end], self._kinds, self._stubs, self._groups)
+            self._planned_by = self._policy_for(Transcript(tuple(self._turns[:end])))
             messages = self._module.from_transcript(Transcript(tuple(view)), binding)
             self._last_inputs = (self._turns, end, self._kinds, self._stubs, self._groups, messages)
             self._last_count = last
@@ -1042,6 +1097,25 @@ def _not_system(binding: Binding[Any], index: int) -> bool:
     )
 
 
+def _shifted[T](
+    function: Callable[[int, dict[str, Any]], T] | None, offset: int, skip: int, *, neutral: T
+) -> Callable[[int, dict[str, Any]], T] | None:
+    """Return ``function`` called with history indices for a chunk starting at ``offset``.
+
+    The first ``skip`` messages of the chunk are the window's own opener: ``neutral`` for them.
+    """
+    if function is None:
+        return None
+    return lambda index, message: neutral if index < skip else function(index + offset, message)
+
+
+def _role_of(message: object) -> object:
+    """Return a message's ``role``: a dict's key, or an SDK object's attribute."""
+    if isinstance(message, Mapping):
+        return message.get("role")
+    return getattr(message, "role", None)
+
+
 def _reasoning(message: object) -> bool:
     return isinstance(message, dict) and message.get("type") == "reasoning"
 
@@ -1054,6 +1128,9 @@ def _thinks(message: object) -> bool:
 
 
 def _digest(message: object, index: int) -> str:
+    dump = getattr(message, "model_dump", None)
+    if not isinstance(message, Mapping) and callable(dump):
+        message = dump(exclude_none=True)  # an SDK object, digested as the data it holds
     try:
         return sha256_of(message)
     except (TypeError, ValueError, ValidationError) as error:
