@@ -79,7 +79,7 @@ def chat_objects() -> tuple[ChatCompletionMessage, ChatCompletionMessage]:
         content=None,
         tool_calls=[
             ChatCompletionMessageFunctionToolCall(
-                id="c2", type="function", function=Function(name="log", arguments="{}")
+                id="c9", type="function", function=Function(name="log", arguments="{}")
             )
         ],
     )
@@ -109,7 +109,7 @@ class TestChatCompletions:
         history: list[ChatCompletionMessageParam | ChatCompletionMessage] = [
             {"role": "user", "content": "Look at the log."},
             call,
-            {"role": "tool", "tool_call_id": "c2", "content": LOG},
+            {"role": "tool", "tool_call_id": "c9", "content": LOG},
             answer,
             *chat_history()[1:],
         ]
@@ -130,7 +130,7 @@ class TestChatCompletions:
         history: list[ChatCompletionMessageParam | ChatCompletionMessage] = [
             {"role": "user", "content": "Go."},
             call,
-            {"role": "tool", "tool_call_id": "c2", "content": LOG},
+            {"role": "tool", "tool_call_id": "c9", "content": LOG},
             answer,
             {"role": "user", "content": "And?"},
         ]
