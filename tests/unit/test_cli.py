@@ -88,6 +88,26 @@ class TestPlan:
         assert masked
         assert all("420->" in line for line in masked)
 
+    def test_priorities_in_the_file_shed_by_priority_and_the_policy_can_be_named(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        for message in messages[1:4]:  # the first exchange (and its question) is noise
+            message["priority"] = 0
+        for message in messages[4:]:
+            message["priority"] = 1
+        path = write_json(tmp_path / "chat.json", messages)
+        expected = compact_messages(messages, max_tokens=480, format="openai_chat")
+        assert expected.plan.policy_name == "priority"
+        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "480")
+        assert code == 0
+        assert table_actions(out) == [action.action.value for action in expected.plan.actions]
+        assert "policy: priority@1.0.0" in out
+        plain = write_json(tmp_path / "plain.json", chat_messages())
+        code, out, _ = run(capsys, "plan", str(plain), "--max-tokens", "480", "--policy", "priority")
+        assert code == 0
+        assert "policy: priority@1.0.0" in out
+
     def test_html_is_one_self_contained_page_naming_every_turn(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

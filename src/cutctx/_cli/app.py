@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
         "--policy",
         choices=POLICIES,
         default="default",
-        help="default (mask, then drop), mask or drop",
+        help="default (mask, then drop; by priority where messages have one), mask, drop, priority",
     )
     common.add_argument(
         "--tokenizer",

@@ -18,7 +18,7 @@ from cutctx._cli.inputs import CliError
 from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.values import CompactionBudget, Transcript
-from cutctx._loop.compact import default_policy, pin_first
+from cutctx._loop.compact import default_policy, is_prioritized, pin_first, priority_policy
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
@@ -43,10 +43,11 @@ __all__ = [
     "system_digest",
 ]
 
-POLICIES: Final = ("default", "mask", "drop")
+POLICIES: Final = ("default", "mask", "drop", "priority")
 """The policies ``--policy`` names: ``default`` is what ``compact_messages`` uses without
-``summarize`` (masking, then drop-oldest); ``mask`` masks old tool results only; ``drop`` drops
-the oldest exchanges only."""
+``summarize`` (masking, then drop-oldest; shedding by priority when a message has one);
+``mask`` masks old tool results only; ``drop`` drops the oldest exchanges only; ``priority``
+sheds by the messages' priorities (``PriorityPolicy(mask_results=True)``)."""
 
 _MODULES: Final[dict[str, ModuleType]] = {
     "openai_chat": openai_chat,
@@ -95,12 +96,20 @@ def load_tokenizer(name: str) -> TokenEstimator:
     return TokenizerEstimator(encoding.encode_ordinary, name=name)
 
 
-def build_policy(name: str, estimator: TokenEstimator) -> CompactionPolicy:
-    """Return the policy ``--policy name`` asks for, pricing stubs with ``estimator``."""
+def build_policy(
+    name: str, estimator: TokenEstimator, transcript: Transcript | None = None
+) -> CompactionPolicy:
+    """Return the policy ``--policy name`` asks for, pricing stubs with ``estimator``.
+
+    ``default`` for a ``transcript`` that has priorities is priority mode, as in
+    ``compact_messages``.
+    """
     if name == "mask":
         return ObservationMaskingPolicy(estimator=estimator)
     if name == "drop":
         return DropOldestPolicy()
+    if name == "priority" or (transcript is not None and is_prioritized(transcript)):
+        return priority_policy(estimator)
     return default_policy(estimator, summarize=False)
 
 
@@ -152,7 +161,7 @@ class Job:
         )
         transcript = pin_first(transcript, binding, settings.keep_first)
         budget = CompactionBudget(settings.max_tokens, settings.protected_recent_turns)
-        policy = build_policy(settings.policy, estimator)
+        policy = build_policy(settings.policy, estimator, transcript)
         decided = policy.decide(transcript, budget) if plan else None
         return cls(conversation, settings, estimator, transcript, binding, budget, policy, decided)
 
