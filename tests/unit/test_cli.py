@@ -104,7 +104,8 @@ class TestPlan:
         assert table_actions(out) == [action.action.value for action in expected.plan.actions]
         assert "policy: priority@1.0.0" in out
         plain = write_json(tmp_path / "plain.json", chat_messages())
-        code, out, _ = run(capsys, "plan", str(plain), "--max-tokens", "480", "--policy", "priority")
+        argv = ("plan", str(plain), "--max-tokens", "480", "--policy", "priority")
+        code, out, _ = run(capsys, *argv)
         assert code == 0
         assert "policy: priority@1.0.0" in out
 
