@@ -121,6 +121,9 @@ class ContextWindow:
     (or as close as the untouchable turns allow). Fractions are of ``max_tokens``, ints are
     tokens. Decisions are sticky: masked stays masked with the same bytes, a summary is reused,
     dropped stays dropped. ``keep_first`` pins the first non-system messages (the task).
+    Messages carrying context-clipper's ``"priority"`` (or ``priority=``, a function of
+    ``(index, message)``) are shed by priority unless ``policy`` is given; ``"sticky": true``
+    (or ``pin=``) pins a message; neither key is sent.
 
     >>> window = ContextWindow("openai_chat", max_tokens=1000)
     >>> window.prepare([{"role": "user", "content": "hi"}])
