@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from baseaicore import ValidationError
 
 from cutctx._core.actions import DROP, KEEP, MASK
-from cutctx._core.executor import _check_belongs  # the executor's own membership check
-from cutctx._core.invariants import check_plan, layout
+from cutctx._core.executor import plan_holds
+from cutctx._core.invariants import layout
 from cutctx._core.plan import CompactionPlan, table_of
 from cutctx._core.values import CompactionBudget, Role, Transcript
 
@@ -102,16 +102,7 @@ def _check(plan: CompactionPlan, transcript: Transcript, budget: CompactionBudge
         raise _wrong("transcript", "a cutctx.Transcript", transcript)
     if not isinstance(budget, CompactionBudget):
         raise _wrong("budget", "a cutctx.CompactionBudget", budget)
-    _check_belongs(transcript, plan)
-    check_plan(
-        transcript,
-        budget,
-        table_of(plan),
-        plan.summarization_requests,
-        plan.tokens_before,
-        plan.tokens_after_estimate,
-        plan.budget_unmet,
-    )
+    plan_holds(plan, transcript, budget)
 
 
 def _kept_reason(plan: CompactionPlan, *, fits: bool) -> str:

@@ -22,9 +22,8 @@ from baseaicore import ValidationError
 
 from cutctx._audit.policies import NotRebuildable, policy_config, rebuild
 from cutctx._core.errors import BudgetUnsatisfiable
-from cutctx._core.executor import _check_belongs  # the executor's own membership check
-from cutctx._core.invariants import check_plan
-from cutctx._core.plan import CompactionPlan, canonical_json, table_of
+from cutctx._core.executor import plan_holds
+from cutctx._core.plan import CompactionPlan, canonical_json
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import CompactionBudget, Transcript, TranscriptTurn, check_count, check_str
 
@@ -230,16 +229,7 @@ class CompactionRecord:
             raise _argument("budget", "a cutctx.CompactionBudget", budget)
         if not isinstance(policy, CompactionPolicy):
             raise _argument("policy", "a CompactionPolicy", policy)
-        _check_belongs(transcript, plan)
-        check_plan(
-            transcript,
-            budget,
-            table_of(plan),
-            plan.summarization_requests,
-            plan.tokens_before,
-            plan.tokens_after_estimate,
-            plan.budget_unmet,
-        )
+        plan_holds(plan, transcript, budget)
         made_by = (plan.policy_name, plan.policy_version)
         if made_by != (policy.name, policy.version):
             raise ValidationError(

@@ -19,13 +19,14 @@ from cutctx._core.actions import (
     indices,
 )
 from cutctx._core.errors import PlanTranscriptMismatch, SummaryMissing
-from cutctx._core.invariants import fixed_flags
+from cutctx._core.invariants import check_plan, fixed_flags
 from cutctx._core.plan import CompactionPlan, table_of
 from cutctx._core.report import CompactedTranscript, CompactionReport
 from cutctx._core.values import (
     EMPTY_METADATA,
     SUMMARY_TURN_ID_PREFIX,
     Action,
+    CompactionBudget,
     Role,
     Transcript,
     TranscriptTurn,
@@ -33,7 +34,7 @@ from cutctx._core.values import (
     trusted_turn,
 )
 
-__all__ = ["CompactionExecutor", "masked_turn", "summary_turn"]
+__all__ = ["CompactionExecutor", "masked_turn", "plan_holds", "summary_turn"]
 
 _MAX_IDS = 10
 MASKED_ONLY: Mapping[str, str] = MappingProxyType({"cutctx.kind": "masked"})
@@ -176,6 +177,25 @@ def _build(
     # view's estimate is the plan's (the gate summed exactly these turns and summaries).
     view_transcript = trusted_transcript(view, plan.tokens_after_estimate)
     return CompactedTranscript(view_transcript, report)
+
+
+def plan_holds(plan: CompactionPlan, transcript: Transcript, budget: CompactionBudget) -> None:
+    """Raise unless ``plan`` belongs to ``transcript`` and passes the gate under ``budget``.
+
+    What a record, ``verify`` and ``explain`` check of a plan handed to them: the executor's
+    membership check (``PlanTranscriptMismatch``), then the invariants gate (``ValidationError``,
+    or ``BudgetUnsatisfiable``) against that budget.
+    """
+    _check_belongs(transcript, plan)
+    check_plan(
+        transcript,
+        budget,
+        table_of(plan),
+        plan.summarization_requests,
+        plan.tokens_before,
+        plan.tokens_after_estimate,
+        plan.budget_unmet,
+    )
 
 
 def _check_belongs(transcript: Transcript, plan: CompactionPlan) -> None:
