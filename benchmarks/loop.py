@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import platform
 import random
 import statistics
 import sys
@@ -56,6 +55,8 @@ from cutctx.formats import anthropic, openai_chat
 if not __package__:  # run as a script: the validators live in the repository's tests package
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests import format_validators
+
+from run import environment  # the sibling benchmark's record of the machine
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -690,16 +691,6 @@ def table(runs: list[Run]) -> str:
             f"| {tally.missing_task} | {run.median * 1e3:.2f} | {run.p95 * 1e3:.2f} |"
         )
     return "\n".join(lines)
-
-
-def environment() -> dict[str, Any]:
-    """Where the figures were taken."""
-    return {
-        "python": sys.version.split()[0],
-        "implementation": platform.python_implementation(),
-        "machine": platform.machine(),
-        "platform": platform.platform(),
-    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -304,6 +304,27 @@ class TestActionsOfAPolicysPlan:
         assert caught.value.obj is plan
 
 
+SPAN = "span-" + sha256_of("u\0t")[:16]
+"""The group id the built-in policies would give the span (u, t)."""
+
+
+def summarized_plan() -> CompactionPlan:
+    """A hand-built plan that folds ``u`` and ``t`` into one summary group."""
+    return CompactionPlan(
+        actions=(
+            TurnAction("u", Action.SUMMARIZE, SPAN),
+            TurnAction("t", Action.SUMMARIZE, SPAN),
+        ),
+        summarization_requests=(SummarizationRequest(SPAN, ("u", "t"), 6, "recap"),),
+        tokens_before=40,
+        tokens_after_estimate=6,
+        policy_name="hand_built",
+        policy_version="1.0.0",
+        transcript=TRANSCRIPT,
+        budget=BUDGET,
+    )
+
+
 class TestCompactionPlanSerialization:
     def test_to_dict_is_plain_json_data(self) -> None:
         data = masked_plan().to_dict()
@@ -311,20 +332,7 @@ class TestCompactionPlanSerialization:
         assert json.loads(json.dumps(data)) == data
 
     def test_to_dict_is_made_of_the_actions_and_requests_own_pieces(self) -> None:
-        group = "span-" + sha256_of("u\0t")[:16]
-        summarized = CompactionPlan(
-            actions=(
-                TurnAction("u", Action.SUMMARIZE, group),
-                TurnAction("t", Action.SUMMARIZE, group),
-            ),
-            summarization_requests=(SummarizationRequest(group, ("u", "t"), 6, "recap"),),
-            tokens_before=40,
-            tokens_after_estimate=6,
-            policy_name="hand_built",
-            policy_version="1.0.0",
-            transcript=TRANSCRIPT,
-            budget=BUDGET,
-        )
+        summarized = summarized_plan()
         for plan in (masked_plan(), policy_plan(), summarized):
             data = plan.to_dict()
             assert data["actions"] == [action.to_dict() for action in plan.actions]
@@ -334,22 +342,8 @@ class TestCompactionPlanSerialization:
             assert plan.to_json() == canonical_json(data)
 
     def test_to_dict_holds_every_field_and_the_requests(self) -> None:
-        group = "span-" + sha256_of("u\0t")[:16]
-        plan = CompactionPlan(
-            actions=(
-                TurnAction("u", Action.SUMMARIZE, group),
-                TurnAction("t", Action.SUMMARIZE, group),
-            ),
-            summarization_requests=(SummarizationRequest(group, ("u", "t"), 6, "recap"),),
-            tokens_before=40,
-            tokens_after_estimate=6,
-            policy_name="hand_built",
-            policy_version="1.0.0",
-            estimator_ratio=None,
-            budget_unmet=False,
-            transcript=TRANSCRIPT,
-            budget=BUDGET,
-        )
+        group = SPAN
+        plan = summarized_plan()
         assert plan.to_dict() == {
             "actions": [
                 {
