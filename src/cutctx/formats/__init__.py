@@ -1,20 +1,95 @@
-"""Provider message formats: the edge between wire messages and cutctx transcripts.
+"""Message formats: the edge between wire messages and cutctx transcripts.
 
-Each module speaks one format — ``openai_chat`` (Chat Completions messages),
-``openai_responses`` (Responses API input items) and ``anthropic`` (Messages API) — with the same
-three functions: ``to_transcript(messages, *, estimator=None, system=None)`` returns the
-transcript and the ``Binding`` that maps it back, ``from_transcript(view, binding)`` rebuilds a
-valid request from any view a plan produced, and ``count_tokens`` prices messages by the rules
-the estimates use. The core never imports this package.
+A ``Format`` owns everything one message shape means to cutctx: reading messages into turns,
+pricing them as sent, the provider's sequencing rules and pins, and rendering a view back. The
+built-in ones are ``OPENAI_CHAT`` (Chat Completions messages), ``OPENAI_RESPONSES`` (Responses
+API input items) and ``ANTHROPIC`` (Messages API); each lives in its module, which also keeps the
+functions ``to_transcript(messages, *, estimator=None, system=None)``, ``from_transcript(view,
+binding)`` and ``count_tokens``. Everything that takes a format takes a ``Format`` or the name
+of a built-in one (``FormatName``); ``resolve`` turns either into the ``Format``. The core never
+imports this package.
+
+>>> resolve("anthropic") is ANTHROPIC, sorted(NAMES)
+(True, ['anthropic', 'openai_chat', 'openai_responses'])
 
 .. versionadded:: 0.1.0
 """
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any, Final, Literal
+
+from baseaicore import ValidationError
 
 from cutctx.formats import anthropic as anthropic
 from cutctx.formats import openai_chat as openai_chat
 from cutctx.formats import openai_responses as openai_responses
 from cutctx.formats._common import Binding as Binding
+from cutctx.formats._common import Message, shown
+from cutctx.formats._format import Format as Format
+from cutctx.formats._format import Rendered as Rendered
+from cutctx.formats._format import Scanned as Scanned
+from cutctx.formats.anthropic import ANTHROPIC as ANTHROPIC
+from cutctx.formats.openai_chat import OPENAI_CHAT as OPENAI_CHAT
+from cutctx.formats.openai_responses import OPENAI_RESPONSES as OPENAI_RESPONSES
 
-__all__ = ["Binding", "anthropic", "openai_chat", "openai_responses"]
+__all__ = [
+    "ANTHROPIC",
+    "NAMES",
+    "OPENAI_CHAT",
+    "OPENAI_RESPONSES",
+    "Binding",
+    "Format",
+    "FormatName",
+    "Rendered",
+    "Scanned",
+    "anthropic",
+    "openai_chat",
+    "openai_responses",
+    "resolve",
+]
 
-Binding.__module__ = __name__
+type FormatName = Literal["openai_chat", "openai_responses", "anthropic"]
+"""The names of the built-in formats; a misspelt one is a type error.
+
+.. versionadded:: 0.2.0
+"""
+
+_BUILT_IN: Final[dict[str, Format[Message]]] = {
+    fmt.name: fmt for fmt in (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC)
+}
+
+NAMES: Final = tuple(_BUILT_IN)
+"""The names of the built-in formats, in the order the docs list them.
+
+.. versionadded:: 0.2.0
+"""
+
+
+def resolve(format: object, *, owner: str = "format") -> Format[Any]:  # noqa: A002 - the public keyword
+    """Return the ``Format`` that ``format`` names: a ``Format``, a built-in name or module.
+
+    Raises:
+        ValidationError: for anything else, naming the built-in names (and ``owner``).
+
+    .. versionadded:: 0.2.0
+    """
+    if isinstance(format, Format):
+        return format
+    if isinstance(format, str) and format in _BUILT_IN:
+        return _BUILT_IN[format]
+    if isinstance(format, ModuleType):
+        named = _BUILT_IN.get(getattr(format, "FORMAT", None))  # type: ignore[arg-type]
+        if named is not None:
+            return named
+    raise ValidationError(
+        f"{owner}: format must be a cutctx.formats.Format or one of {sorted(_BUILT_IN)}, "
+        f"got {shown(format, 60)}",
+        details={"field": "format", "expected": sorted(_BUILT_IN)},
+    )
+
+
+for _public in (Binding, Format, Rendered, Scanned):
+    _public.__module__ = __name__
+del _public

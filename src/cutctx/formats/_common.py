@@ -121,7 +121,7 @@ _NESTED: Final = ("content", "tool_calls")
 "content": response.content}``): read through ``model_dump`` too."""
 
 
-def check_messages(fmt: str, messages: object) -> tuple[dict[str, Any], ...]:
+def check_messages(fmt: str, messages: object, offset: int = 0) -> tuple[dict[str, Any], ...]:
     """Return ``messages`` read as a tuple of dicts, or raise naming the first bad one.
 
     A dict is used as it is; an SDK object, or a dict whose ``content`` or ``tool_calls`` list
@@ -133,7 +133,7 @@ def check_messages(fmt: str, messages: object) -> tuple[dict[str, Any], ...]:
     items: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         if type(message) is not dict:
-            message = _read(fmt, index, message, "the message")  # noqa: PLW2901 - read as a dict
+            message = _read(fmt, offset + index, message, "the message")  # noqa: PLW2901 - read as a dict
         for key in _NESTED:
             value = message.get(key)
             if type(value) is list and not all(type(entry) is dict for entry in value):
@@ -320,8 +320,11 @@ def read_marks(
     *,
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    offset: int = 0,
 ) -> tuple[dict[str, Any], ...]:
     """Mark the turns of ``items`` in place; return the messages as they are to be sent.
+
+    ``items`` come after ``offset`` earlier messages: the callables get history indices.
 
     A message's ``sticky: true`` or a true ``pin(index, message)`` pins its turns; its
     ``priority`` key, or ``priority(index, message)`` in its place, becomes their
@@ -338,7 +341,8 @@ def read_marks(
             raise fail(fmt, None, f"{name} must be callable(index, message)", field=name)
     marks: dict[int, tuple[bool, str | None]] = {}
     sent: list[dict[str, Any]] | None = None
-    for index, message in enumerate(items):
+    for position, message in enumerate(items):
+        index = offset + position
         sticky, rank = False, None
         if STICKY_KEY in message or PRIORITY_KEY in message:
             sticky = _flag(fmt, index, message.get(STICKY_KEY, False), "sticky")
@@ -346,7 +350,7 @@ def read_marks(
                 rank = _integer(fmt, index, message[PRIORITY_KEY], "priority")
             if sent is None:
                 sent = list(items)
-            sent[index] = {k: v for k, v in message.items() if k not in _MARK_KEYS}
+            sent[position] = {k: v for k, v in message.items() if k not in _MARK_KEYS}
         if pin is not None:
             sticky = _flag(fmt, index, pin(index, message), "pin(index, message)") or sticky
         if priority is not None:
@@ -424,6 +428,7 @@ class Piece:
     masked: dict[int | None, str] = field(default_factory=dict)
     seen: int = 0
     siblings: int = 1
+    cost: int = 0
 
 
 def as_view(fmt: str, view: object) -> Transcript:
@@ -455,7 +460,7 @@ def collect(fmt: str, view: object, binding: object) -> list[Piece]:
             if turn.turn_id.startswith(SUMMARY_TURN_ID_PREFIX):
                 _close(fmt, current)
                 current = None
-                pieces.append(Piece(-1, turn.content))
+                pieces.append(Piece(-1, turn.content, cost=turn.token_estimate))
                 continue
             raise fail(
                 fmt, None, f"turn {turn.turn_id!r} is not from this binding", turn_id=turn.turn_id
@@ -467,6 +472,7 @@ def collect(fmt: str, view: object, binding: object) -> list[Piece]:
             current = Piece(part.index, siblings=part.siblings)
             pieces.append(current)
         current.seen += 1
+        current.cost += turn.token_estimate
         original = part.turn
         if turn is not original and turn.content != original.content:
             if not part.maskable:

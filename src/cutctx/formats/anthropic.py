@@ -27,7 +27,7 @@ turn and on every assistant turn with thinking or compaction), so a plan that fi
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from cutctx._core.values import Role, Transcript, TranscriptTurn
 from cutctx.formats._common import (
@@ -54,6 +54,7 @@ from cutctx.formats._common import (
     system_turn,
     text_field,
 )
+from cutctx.formats._format import Format, Rendered, Scanned
 from cutctx.formats._images import (
     ANTHROPIC_IMAGE_MAX_TOKENS,
     ANTHROPIC_IMAGE_PIXELS_PER_TOKEN,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from cutctx._core.report import CompactedTranscript
 
 __all__ = [
+    "ANTHROPIC",
     "FILLER_TEXT",
     "FORMAT",
     "IMAGE_MAX_TOKENS",
@@ -106,6 +108,92 @@ _IN_MESSAGE_RESULTS: Final = {
 }
 
 
+class _Anthropic(Format[Message]):
+    """The Messages API format (``ANTHROPIC``)."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return FORMAT
+
+    def head(self, system: object, *, estimator: TokenEstimator) -> tuple[TranscriptTurn, ...]:
+        # Always one turn: it carries the reserve of the filler that may open the output.
+        pricer = Pricer.of(FORMAT, estimator)
+        read = system_text(FORMAT, system, pricer)
+        text, cost = read if read is not None else ("", 0)
+        return (system_turn(text, cost + _reserve(pricer)),)
+
+    def scan(
+        self,
+        messages: Sequence[Message],
+        *,
+        estimator: TokenEstimator,
+        offset: int = 0,
+        follows: Mapping[str, Any] | None = None,
+        priority: Callable[[int, dict[str, Any]], int] | None = None,
+        pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    ) -> Scanned[Message]:
+        return _scan(
+            messages,
+            estimator,
+            strict=True,
+            offset=offset,
+            follows=follows,
+            priority=priority,
+            pin=pin,
+        )[0]
+
+    def render(
+        self, view: Transcript | CompactedTranscript, binding: Binding[Message]
+    ) -> Rendered[Message]:
+        built: list[tuple[dict[str, Any], int, int]] = []
+        for piece in collect(FORMAT, view, binding):
+            if piece.index < 0:
+                summary = {"role": "user", "content": summary_text(piece.text)}
+                built.append((summary, piece.cost, -1))
+                continue
+            message = binding.messages[piece.index]
+            if piece.masked:
+                content = list(message["content"])
+                for block_index, stub in piece.masked.items():
+                    assert block_index is not None  # noqa: S101 - tool results are split by block
+                    block = dict(content[block_index])
+                    block["content"] = stub_content(block.get("content"), stub, "text")
+                    content[block_index] = block
+                message = dict(message)
+                message["content"] = content
+            built.append((message, piece.cost, piece.index))
+        filler = _reserve(Pricer.of(FORMAT, binding.estimator))
+        messages, costs, joined_ = _alternate(built, filler)
+        return Rendered(restore(binding, messages), costs, joined_)
+
+    def count_tokens(
+        self,
+        messages: Sequence[Message],
+        *,
+        estimator: TokenEstimator | None = None,
+        system: object = None,
+    ) -> int:
+        pricer = Pricer.of(FORMAT, estimator)
+        (head,) = self.head(system, estimator=pricer.estimator)
+        read, reserved = _scan(messages, pricer.estimator, strict=False)
+        total = head.token_estimate + sum(turn.token_estimate for turn in read.turns)
+        return total - reserved - _reserve(pricer)
+
+    def mark_cache(self, request: list[Message], stable: int, system: object) -> list[Message]:
+        marked = list(request)
+        _place_breakpoint(cast("list[Any]", marked), stable, system)
+        return marked
+
+
+ANTHROPIC: Final[Format[Message]] = _Anthropic()
+"""The Messages API ``Format``; ``format="anthropic"`` names it.
+
+.. versionadded:: 0.2.0
+"""
+
+
 def to_transcript[M: Message](
     messages: Sequence[M],
     *,
@@ -128,13 +216,12 @@ def to_transcript[M: Message](
             it, a ``tool_use`` left unanswered, a tool use id used twice, a server or MCP tool
             result with no use before it in its message, or a field of the wrong type.
 
-    .. versionchanged:: 0.1.0
-       ``sticky`` and ``priority`` keys, the ``priority`` and ``pin`` callables, tool names.
+    .. versionadded:: 0.1.0
     """
-    transcript, binding, _ = _scan(
-        messages, estimator, system, strict=True, priority=priority, pin=pin
+    made = ANTHROPIC.to_transcript(
+        messages, estimator=estimator, system=system, priority=priority, pin=pin
     )
-    return transcript, binding
+    return cast("tuple[Transcript, Binding[M]]", made)
 
 
 def from_transcript[M: Message](
@@ -151,23 +238,8 @@ def from_transcript[M: Message](
     Raises:
         ValidationError: for a binding of another format or a view it cannot have produced.
     """
-    built: list[dict[str, Any]] = []
-    for piece in collect(FORMAT, view, binding):
-        if piece.index < 0:
-            built.append({"role": "user", "content": summary_text(piece.text)})
-            continue
-        message = binding.messages[piece.index]
-        if piece.masked:
-            content = list(message["content"])
-            for block_index, stub in piece.masked.items():
-                assert block_index is not None  # noqa: S101 - tool results are split by block
-                block = dict(content[block_index])
-                block["content"] = stub_content(block.get("content"), stub, "text")
-                content[block_index] = block
-            message = dict(message)
-            message["content"] = content
-        built.append(message)
-    return restore(binding, _alternate(built))
+    binding_ = cast("Binding[Message]", binding)
+    return cast("list[M]", ANTHROPIC.from_transcript(view, binding_))
 
 
 def count_tokens(
@@ -188,46 +260,47 @@ def count_tokens(
     Raises:
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
     """
-    transcript, _, reserved = _scan(messages, estimator, system, strict=False)
-    return transcript.token_estimate() - reserved
+    return ANTHROPIC.count_tokens(messages, estimator=estimator, system=system)
 
 
-def _scan[M: Message](
-    messages: Sequence[M],
+def _reserve(pricer: Pricer) -> int:
+    """Return the price of the filler message (reserved where one may be needed)."""
+    return pricer.framing + pricer.text(FILLER_TEXT)
+
+
+def _scan(  # noqa: PLR0917 - one private call site per caller
+    messages: Sequence[Message],
     estimator: object,
-    system: object,
     *,
     strict: bool,
+    offset: int = 0,
+    follows: Mapping[str, Any] | None = None,
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
-) -> tuple[Transcript, Binding[M], int]:
-    """Build the transcript and binding; also return the tokens reserved for fillers.
+) -> tuple[Scanned[Message], int]:
+    """Read the messages after ``offset`` earlier ones; also return the filler reserves added.
 
     With ``strict`` the provider's rules are enforced (``to_transcript``); without, only the
-    shape of each field (``count_tokens``).
+    shape of each field (``count_tokens``). ``follows`` is the message before them.
     """
     pricer = Pricer.of(FORMAT, estimator)
-    items = check_messages(FORMAT, messages)
-    reserve = pricer.framing + pricer.text(FILLER_TEXT)
-    reserved = reserve
-    head = system_text(FORMAT, system, pricer)
-    text, cost = head if head is not None else ("", 0)
-    turn = system_turn(text, cost + reserve)
-    turns: list[TranscriptTurn] = [turn]
-    parts: dict[str, Part] = {turn.turn_id: Part(turn, -1, None, maskable=False, siblings=1)}
+    items = check_messages(FORMAT, messages, offset)
+    reserve = _reserve(pricer)
+    reserved = 0
+    turns: list[TranscriptTurn] = []
+    parts: dict[str, Part] = {}
     pending: list[str] = []
     opener, key = -1, ""
-    previous: str | None = None
+    previous = None if follows is None else follows.get("role")
     seen: dict[str, int] = {}  # every tool use id -> the message that made it
-    for index, message in enumerate(items):
+    last = offset + len(items) - 1
+    for index, message in enumerate(items, offset):
         role = message.get("role")
         if role not in ("user", "assistant"):
             hint = " (pass the system prompt as system=)" if role == "system" else ""
             raise fail(FORMAT, index, f"unknown role {shown(role)}{hint}", role=shown(role))
         if strict:
-            _check_order(
-                index, role, previous, message.get("content"), last=index == len(items) - 1
-            )
+            _check_order(index, role, previous, message.get("content"), last=index == last)
         previous = role
         turn_id = f"m{index}"
         content = message.get("content")
@@ -269,14 +342,17 @@ def _scan[M: Message](
             f"tool_use {pending[0]!r:.60} has no tool_result in the next message",
             tool_use_ids=pending[:10],
         )
-    tool_names = _tool_names(items, parts)
-    sent = read_marks(FORMAT, items, turns, parts, tool_names, priority=priority, pin=pin)
-    originals = sent_originals(messages, items, sent)
-    binding = Binding(FORMAT, sent, system, parts, pricer.estimator, originals)
-    return Transcript(tuple(turns)), binding, reserved
+    tool_names = _tool_names(items, parts, offset)
+    sent = read_marks(
+        FORMAT, items, turns, parts, tool_names, priority=priority, pin=pin, offset=offset
+    )
+    originals = tuple(sent_originals(messages, items, sent))
+    return Scanned(tuple(turns), parts, sent, originals), reserved
 
 
-def _tool_names(items: tuple[dict[str, Any], ...], parts: Mapping[str, Part]) -> dict[str, str]:
+def _tool_names(
+    items: tuple[dict[str, Any], ...], parts: Mapping[str, Part], offset: int
+) -> dict[str, str]:
     """Map each ``tool_result`` turn's id to the name of the ``tool_use`` it answers."""
     names: dict[str, str] = {}
     for message in items:
@@ -288,7 +364,7 @@ def _tool_names(items: tuple[dict[str, Any], ...], parts: Mapping[str, Part]) ->
     found: dict[str, str] = {}
     for turn_id, part in parts.items():
         if part.turn.role is Role.TOOL and part.block is not None:
-            call_id = items[part.index]["content"][part.block].get("tool_use_id")
+            call_id = items[part.index - offset]["content"][part.block].get("tool_use_id")
             if call_id in names:
                 found[turn_id] = names[call_id]
     return found
@@ -513,19 +589,33 @@ def _search_result(
     return joined([title, text]), pricer.text(title) + pricer.text(source) + cost
 
 
-def _alternate(built: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Restore user-first strict alternation by merging neighbours, or a filler between them."""
+def _alternate(
+    built: list[tuple[dict[str, Any], int, int]], filler: int
+) -> tuple[list[dict[str, Any]], list[int], frozenset[int]]:
+    """Restore user-first strict alternation by merging neighbours, or a filler between them.
+
+    ``built`` holds each message with its price and its source index (``-1`` for a summary);
+    return the messages, their prices (a filler costs ``filler``) and the source indices that
+    were merged into the message before them.
+    """
     out: list[dict[str, Any]] = []
-    for message in built:
+    costs: list[int] = []
+    joined_: set[int] = set()
+    for message, cost, source in built:
         role = message["role"]
         if not out or out[-1]["role"] == role:
             if role == "assistant" and (not out or _thinks(message)):
                 out.append({"role": "user", "content": FILLER_TEXT})
+                costs.append(filler)
             elif out:
                 out[-1] = _merge(out[-1], message)
+                costs[-1] += cost
+                if source >= 0:
+                    joined_.add(source)
                 continue
         out.append(message)
-    return out
+        costs.append(cost)
+    return out, costs, frozenset(joined_)
 
 
 def _thinks(message: Mapping[str, Any]) -> bool:
@@ -545,3 +635,53 @@ def _as_blocks(content: object) -> list[Any]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     return list(content) if isinstance(content, list | tuple) else []
+
+
+_EPHEMERAL: Final = {"type": "ephemeral"}
+_MAX_BREAKPOINTS: Final = 4
+
+
+def _place_breakpoint(request: list[Any], stable: int, system: object) -> None:
+    """Mark the last block of the stable prefix ``cache_control: ephemeral``, in copies.
+
+    The caller's own markers stay; none is added when the prefix is empty, already marked, or
+    the caller's markers already take the provider's four.
+    """
+    if stable <= 0:
+        return
+    markers = _markers(system) + sum(_markers(message.get("content")) for message in request)
+    if markers >= _MAX_BREAKPOINTS:
+        return
+    message = request[stable - 1]
+    content = message.get("content")
+    if isinstance(content, str):
+        if not content:
+            return
+        blocks: list[Any] = [{"type": "text", "text": content, "cache_control": _EPHEMERAL}]
+    elif isinstance(content, list) and content:
+        position = len(content) - 1
+        while position >= 0 and (
+            not isinstance(content[position], dict) or content[position].get("type") in _THINKING
+        ):
+            position -= 1
+        if position < 0 or "cache_control" in content[position]:
+            return
+        blocks = list(content)
+        blocks[position] = {**content[position], "cache_control": dict(_EPHEMERAL)}
+    else:
+        return
+    request[stable - 1] = {**message, "content": blocks}
+
+
+def _markers(content: object) -> int:
+    """Count ``cache_control`` markers on the blocks of ``content`` (and inside tool results)."""
+    if not isinstance(content, list | tuple):
+        return 0
+    count = 0
+    for block in content:
+        if isinstance(block, dict):
+            if block.get("cache_control") is not None:
+                count += 1
+            if block.get("type") == "tool_result":
+                count += _markers(block.get("content"))
+    return count

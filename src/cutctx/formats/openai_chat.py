@@ -14,7 +14,7 @@ body is ever masked. See ``docs/formats/openai_chat.md`` for the pricing rules.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from cutctx._core.values import Role, Transcript, TranscriptTurn
 from cutctx.formats._common import (
@@ -39,10 +39,9 @@ from cutctx.formats._common import (
     shown,
     stub_content,
     summary_text,
-    system_text,
-    system_turn,
     text_field,
 )
+from cutctx.formats._format import Format, Rendered, Scanned
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -50,7 +49,7 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
 
-__all__ = ["FORMAT", "count_tokens", "from_transcript", "to_transcript"]
+__all__ = ["FORMAT", "OPENAI_CHAT", "count_tokens", "from_transcript", "to_transcript"]
 
 FORMAT: Final = "openai_chat"
 
@@ -61,6 +60,69 @@ _ROLES: Final = {
     "assistant": Role.ASSISTANT,
     "tool": Role.TOOL,
 }
+
+
+class _OpenAIChat(Format[Message]):
+    """The Chat Completions format (``OPENAI_CHAT``)."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return FORMAT
+
+    def scan(
+        self,
+        messages: Sequence[Message],
+        *,
+        estimator: TokenEstimator,
+        offset: int = 0,
+        follows: Mapping[str, Any] | None = None,
+        priority: Callable[[int, dict[str, Any]], int] | None = None,
+        pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    ) -> Scanned[Message]:
+        del follows  # a history's request always ends with every call answered
+        return _build(messages, estimator, strict=True, offset=offset, priority=priority, pin=pin)
+
+    def render(
+        self, view: Transcript | CompactedTranscript, binding: Binding[Message]
+    ) -> Rendered[Message]:
+        out: list[dict[str, Any]] = []
+        costs: list[int] = []
+        for piece in collect(FORMAT, view, binding):
+            costs.append(piece.cost)
+            if piece.index < 0:
+                out.append({"role": "user", "content": summary_text(piece.text)})
+                continue
+            message = binding.messages[piece.index]
+            if piece.masked:
+                message = dict(message)
+                message["content"] = stub_content(
+                    message.get("content"), piece.masked[None], "text"
+                )
+            out.append(message)
+        return Rendered(restore(binding, out), costs)
+
+    def count_tokens(
+        self,
+        messages: Sequence[Message],
+        *,
+        estimator: TokenEstimator | None = None,
+        system: object = None,
+    ) -> int:
+        pricer = Pricer.of(FORMAT, estimator)
+        head = self.head(system, estimator=pricer.estimator)
+        read = _build(messages, pricer.estimator, strict=False)
+        return sum(turn.token_estimate for turn in (*head, *read.turns)) + self.request_overhead(
+            pricer.estimator
+        )
+
+
+OPENAI_CHAT: Final[Format[Message]] = _OpenAIChat()
+"""The Chat Completions ``Format``; ``format="openai_chat"`` names it.
+
+.. versionadded:: 0.2.0
+"""
 
 
 def to_transcript[M: Message](
@@ -85,37 +147,34 @@ def to_transcript[M: Message](
             tool call without its answer, a call id used by two calls, a user message with no
             content, or a field of the wrong type.
 
-    .. versionchanged:: 0.1.0
-       ``sticky`` and ``priority`` keys, the ``priority`` and ``pin`` callables, tool names.
+    .. versionadded:: 0.1.0
     """
-    return _build(messages, estimator, system, strict=True, priority=priority, pin=pin)
+    made = OPENAI_CHAT.to_transcript(
+        messages, estimator=estimator, system=system, priority=priority, pin=pin
+    )
+    return cast("tuple[Transcript, Binding[M]]", made)
 
 
-def _build[M: Message](  # noqa: PLR0912, PLR0915 - one branch per provider rule
-    messages: Sequence[M],
+def _build(  # noqa: PLR0912, PLR0915 - one branch per provider rule
+    messages: Sequence[Message],
     estimator: object,
-    system: object,
     *,
     strict: bool,
+    offset: int = 0,
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
-) -> tuple[Transcript, Binding[M]]:
-    """Build the transcript and binding; without ``strict`` only field shapes are checked."""
+) -> Scanned[Message]:
+    """Read the messages after ``offset`` earlier ones; without ``strict`` only field shapes."""
     pricer = Pricer.of(FORMAT, estimator)
-    items = check_messages(FORMAT, messages)
+    items = check_messages(FORMAT, messages, offset)
     turns: list[TranscriptTurn] = []
     parts: dict[str, Part] = {}
-    head = system_text(FORMAT, system, pricer)
-    if head is not None:
-        turn = system_turn(*head)
-        turns.append(turn)
-        parts[turn.turn_id] = Part(turn, -1, None, maskable=False, siblings=1)
     pending: set[str] = set()
     seen: dict[str, int] = {}  # every call id -> the message that made it
     names: dict[str, str] = {}  # the open calls' tool names, by call id
     tool_names: dict[str, str] = {}  # a tool message's turn id -> its call's tool name
     opener, key = -1, ""
-    for index, message in enumerate(items):
+    for index, message in enumerate(items, offset):
         role = message.get("role")
         kind = _ROLES.get(role) if isinstance(role, str) else None
         if kind is None:
@@ -161,10 +220,10 @@ def _build[M: Message](  # noqa: PLR0912, PLR0915 - one branch per provider rule
         parts[turn_id] = Part(turn, index, None, maskable=kind is Role.TOOL, siblings=1)
     if pending and strict:
         raise _unanswered(opener, pending)
-    sent = read_marks(FORMAT, items, turns, parts, tool_names, priority=priority, pin=pin)
-    return Transcript(tuple(turns)), Binding(
-        FORMAT, sent, system, parts, pricer.estimator, sent_originals(messages, items, sent)
+    sent = read_marks(
+        FORMAT, items, turns, parts, tool_names, priority=priority, pin=pin, offset=offset
     )
+    return Scanned(tuple(turns), parts, sent, tuple(sent_originals(messages, items, sent)))
 
 
 def from_transcript[M: Message](
@@ -180,17 +239,8 @@ def from_transcript[M: Message](
     Raises:
         ValidationError: for a binding of another format or a view it cannot have produced.
     """
-    out: list[dict[str, Any]] = []
-    for piece in collect(FORMAT, view, binding):
-        if piece.index < 0:
-            out.append({"role": "user", "content": summary_text(piece.text)})
-            continue
-        message = binding.messages[piece.index]
-        if piece.masked:
-            message = dict(message)
-            message["content"] = stub_content(message.get("content"), piece.masked[None], "text")
-        out.append(message)
-    return restore(binding, out)
+    binding_ = cast("Binding[Message]", binding)
+    return cast("list[M]", OPENAI_CHAT.from_transcript(view, binding_))
 
 
 def count_tokens(
@@ -210,7 +260,7 @@ def count_tokens(
     Raises:
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
     """
-    return _build(messages, estimator, system, strict=False)[0].token_estimate()
+    return OPENAI_CHAT.count_tokens(messages, estimator=estimator, system=system)
 
 
 def _check_unique(index: int, ids: list[str], seen: dict[str, int]) -> None:

@@ -18,7 +18,7 @@ its response, a ``reasoning`` item and the item it precedes, and every item shar
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from cutctx._core.values import Role, Transcript, TranscriptTurn
 from cutctx.formats._common import (
@@ -43,10 +43,9 @@ from cutctx.formats._common import (
     shown,
     stub_content,
     summary_text,
-    system_text,
-    system_turn,
     text_field,
 )
+from cutctx.formats._format import Format, Rendered, Scanned
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -54,7 +53,7 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
 
-__all__ = ["FORMAT", "count_tokens", "from_transcript", "to_transcript"]
+__all__ = ["FORMAT", "OPENAI_RESPONSES", "count_tokens", "from_transcript", "to_transcript"]
 
 FORMAT: Final = "openai_responses"
 
@@ -97,6 +96,71 @@ _HOSTED: Final = frozenset(
 )
 
 
+class _OpenAIResponses(Format[Message]):
+    """The Responses API input-items format (``OPENAI_RESPONSES``)."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return FORMAT
+
+    def scan(
+        self,
+        messages: Sequence[Message],
+        *,
+        estimator: TokenEstimator,
+        offset: int = 0,
+        follows: Mapping[str, Any] | None = None,
+        priority: Callable[[int, dict[str, Any]], int] | None = None,
+        pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    ) -> Scanned[Message]:
+        del follows  # a request ends with every call answered; see ``settled``
+        return _build(messages, estimator, strict=True, offset=offset, priority=priority, pin=pin)
+
+    def settled(self, message: Mapping[str, Any]) -> bool:
+        # A trailing reasoning item joins the exchange of the item after it.
+        return message.get("type") != "reasoning"
+
+    def render(
+        self, view: Transcript | CompactedTranscript, binding: Binding[Message]
+    ) -> Rendered[Message]:
+        out: list[dict[str, Any]] = []
+        costs: list[int] = []
+        for piece in collect(FORMAT, view, binding):
+            costs.append(piece.cost)
+            if piece.index < 0:
+                out.append(
+                    {"type": "message", "role": "user", "content": summary_text(piece.text)}
+                )
+                continue
+            item = binding.messages[piece.index]
+            if piece.masked:
+                item = dict(item)
+                item["output"] = stub_content(item.get("output"), piece.masked[None], "input_text")
+            out.append(item)
+        return Rendered(restore(binding, out), costs)
+
+    def count_tokens(
+        self,
+        messages: Sequence[Message],
+        *,
+        estimator: TokenEstimator | None = None,
+        system: object = None,
+    ) -> int:
+        pricer = Pricer.of(FORMAT, estimator)
+        head = self.head(system, estimator=pricer.estimator)
+        read = _build(messages, pricer.estimator, strict=False)
+        return sum(turn.token_estimate for turn in (*head, *read.turns))
+
+
+OPENAI_RESPONSES: Final[Format[Message]] = _OpenAIResponses()
+"""The Responses API ``Format``; ``format="openai_responses"`` names it.
+
+.. versionadded:: 0.2.0
+"""
+
+
 def to_transcript[M: Message](
     messages: Sequence[M],
     *,
@@ -120,45 +184,42 @@ def to_transcript[M: Message](
             call without its output, a user message with no content, or a field of the wrong
             type.
 
-    .. versionchanged:: 0.1.0
-       ``sticky`` and ``priority`` keys, the ``priority`` and ``pin`` callables, tool names.
+    .. versionadded:: 0.1.0
     """
-    return _build(messages, estimator, system, strict=True, priority=priority, pin=pin)
+    made = OPENAI_RESPONSES.to_transcript(
+        messages, estimator=estimator, system=system, priority=priority, pin=pin
+    )
+    return cast("tuple[Transcript, Binding[M]]", made)
 
 
-def _build[M: Message](
-    messages: Sequence[M],
+def _build(
+    messages: Sequence[Message],
     estimator: object,
-    system: object,
     *,
     strict: bool,
+    offset: int = 0,
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
-) -> tuple[Transcript, Binding[M]]:
-    """Build the transcript and binding; without ``strict`` only field shapes are checked."""
+) -> Scanned[Message]:
+    """Read the items after ``offset`` earlier ones; without ``strict`` only field shapes."""
     pricer = Pricer.of(FORMAT, estimator)
-    items = check_messages(FORMAT, messages)
+    items = check_messages(FORMAT, messages, offset)
     scan = _Scan(pricer, strict=strict)
-    for index, item in enumerate(items):
+    for index, item in enumerate(items, offset):
         scan.add(index, item)
     keys = scan.finish()
     turns: list[TranscriptTurn] = []
     parts: dict[str, Part] = {}
-    head = system_text(FORMAT, system, pricer)
-    if head is not None:
-        turn = system_turn(*head)
-        turns.append(turn)
-        parts[turn.turn_id] = Part(turn, -1, None, maskable=False, siblings=1)
-    for index, (role, text, cost, pinned) in enumerate(scan.rows):
+    for index, (role, text, cost, pinned) in enumerate(scan.rows, offset):
         turn = TranscriptTurn(
-            f"m{index}", role, text, pricer.framing + cost, keys[index], pinned=pinned
+            f"m{index}", role, text, pricer.framing + cost, keys[index - offset], pinned=pinned
         )
         turns.append(turn)
         parts[turn.turn_id] = Part(turn, index, None, maskable=role is Role.TOOL, siblings=1)
-    sent = read_marks(FORMAT, items, turns, parts, scan.tool_names, priority=priority, pin=pin)
-    return Transcript(tuple(turns)), Binding(
-        FORMAT, sent, system, parts, pricer.estimator, sent_originals(messages, items, sent)
+    sent = read_marks(
+        FORMAT, items, turns, parts, scan.tool_names, priority=priority, pin=pin, offset=offset
     )
+    return Scanned(tuple(turns), parts, sent, tuple(sent_originals(messages, items, sent)))
 
 
 class _Scan:
@@ -189,7 +250,7 @@ class _Scan:
         self.pricer = pricer
         self.strict = strict
         self.rows: list[tuple[Role, str, int, bool]] = []
-        self.parent: list[int] = []
+        self.parent: dict[int, int] = {}  # history index -> its parent
         self.calls: dict[str, tuple[str, int]] = {}  # call_id -> (call type, index)
         self.names: dict[str, str] = {}  # call_id -> its tool's name (or the call's type)
         self.tool_names: dict[str, str] = {}  # an output's turn id -> its call's tool name
@@ -213,7 +274,7 @@ class _Scan:
 
     def add(self, index: int, item: dict[str, Any]) -> None:  # noqa: PLR0912 - one branch per item family
         """Read item ``index``: price it, and join it to the items it must travel with."""
-        self.parent.append(index)
+        self.parent[index] = index
         kind = _kind(index, item)
         pinned = False
         if kind == "reasoning":
@@ -359,7 +420,7 @@ class _Scan:
                         f"call_id {call_id!r:.60} has no output item",
                         call_id=call_id,
                     )
-        roots = [self._root(index) for index in range(len(self.parent))]
+        roots = [self._root(index) for index in self.parent]
         sizes: dict[int, int] = {}
         for root in roots:
             sizes[root] = sizes.get(root, 0) + 1
@@ -395,17 +456,8 @@ def from_transcript[M: Message](
     Raises:
         ValidationError: for a binding of another format or a view it cannot have produced.
     """
-    out: list[dict[str, Any]] = []
-    for piece in collect(FORMAT, view, binding):
-        if piece.index < 0:
-            out.append({"type": "message", "role": "user", "content": summary_text(piece.text)})
-            continue
-        item = binding.messages[piece.index]
-        if piece.masked:
-            item = dict(item)
-            item["output"] = stub_content(item.get("output"), piece.masked[None], "input_text")
-        out.append(item)
-    return restore(binding, out)
+    binding_ = cast("Binding[Message]", binding)
+    return cast("list[M]", OPENAI_RESPONSES.from_transcript(view, binding_))
 
 
 def count_tokens(
@@ -425,8 +477,7 @@ def count_tokens(
     Raises:
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
     """
-    transcript, _ = _build(messages, estimator, system, strict=False)
-    return transcript.token_estimate()
+    return OPENAI_RESPONSES.count_tokens(messages, estimator=estimator, system=system)
 
 
 def _message(

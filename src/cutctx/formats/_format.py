@@ -1,0 +1,181 @@
+"""``Format``: everything one provider's message shape means to cutctx, behind one type.
+
+A format reads messages into turns (``scan``), prices them as they are sent, knows the
+provider's sequencing rules (alternation, openers, what merges, what travels together) and its
+own pins, and renders a view back into messages of its shape (``render``), each with its price.
+The window, ``compact_messages``, the records and the command line take a ``Format`` (or the name
+of a built-in one) and never ask which format they have. See ``docs/formats/custom.md`` for
+writing one for your own message type.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from cutctx._core.values import Transcript, TranscriptTurn
+from cutctx.formats._common import (
+    Binding,
+    Part,
+    Pricer,
+    summary_text,
+    system_text,
+    system_turn,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from cutctx._core.protocols import TokenEstimator
+    from cutctx._core.report import CompactedTranscript
+
+__all__ = ["Format", "Rendered", "Scanned"]
+
+
+class Scanned[M](NamedTuple):
+    """What ``Format.scan`` read from a run of messages.
+
+    ``turns`` in order, their origins in ``parts`` (by turn id; every ``Part.index`` is the
+    message's position in the whole history, ``offset`` included), the messages as they are to
+    be sent (``sent``: dicts, never the caller's objects changed) and the caller's objects as
+    they are returned when kept (``originals``), one of each per message read.
+
+    .. versionadded:: 0.2.0
+    """
+
+    turns: tuple[TranscriptTurn, ...]
+    parts: Mapping[str, Part]
+    sent: tuple[dict[str, Any], ...]
+    originals: tuple[M, ...]
+
+
+class Rendered[M](NamedTuple):
+    """The messages ``Format.render`` made of a view, and each one's price as sent.
+
+    ``costs[i]`` is the estimate of ``messages[i]``: the sum of the view's turns it carries
+    (plus anything the format added, such as a filler message). ``joined`` lists the source
+    messages (by history index) that the format merged into the message before them.
+
+    .. versionadded:: 0.2.0
+    """
+
+    messages: list[M]
+    costs: list[int]
+    joined: frozenset[int] = frozenset()
+
+
+class Format[M](ABC):
+    """One provider's (or framework's) message format.
+
+    Subclasses implement ``name``, ``scan`` and ``render``; the rest has defaults that fit a
+    format whose messages are priced one by one with no request-level extras. The built-in ones
+    are ``cutctx.formats.OPENAI_CHAT``, ``OPENAI_RESPONSES`` and ``ANTHROPIC``; everything that
+    takes a format also takes its name.
+
+    .. versionadded:: 0.2.0
+    """
+
+    __slots__ = ()
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The format's stable name (recorded on records and in a window's state)."""
+
+    @abstractmethod
+    def scan(
+        self,
+        messages: Sequence[M],
+        *,
+        estimator: TokenEstimator,
+        offset: int = 0,
+        follows: Mapping[str, Any] | None = None,
+        priority: Callable[[int, dict[str, Any]], int] | None = None,
+        pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    ) -> Scanned[M]:
+        """Read ``messages``, which come after ``offset`` earlier ones of the same history.
+
+        Turn ids and part indices count from ``offset``; ``follows`` is the message before
+        them as ``scan`` sent it (``None`` at the start of a history), for the rules that span
+        a boundary. ``priority`` and ``pin`` are called with history indices.
+
+        Raises:
+            ValidationError: for a message the provider would refuse, naming its history index.
+        """
+
+    @abstractmethod
+    def render(self, view: Transcript | CompactedTranscript, binding: Binding[M]) -> Rendered[M]:
+        """Return the messages of ``view`` (a view of ``binding``'s transcript), priced.
+
+        Raises:
+            ValidationError: for a binding of another format or a view it cannot have produced.
+        """
+
+    def head(self, system: object, *, estimator: TokenEstimator) -> tuple[TranscriptTurn, ...]:
+        """Return the pinned turns that stand for request-level ``system=`` (never rendered)."""
+        pricer = Pricer.of(self.name, estimator)
+        read = system_text(self.name, system, pricer)
+        return () if read is None else (system_turn(*read),)
+
+    def settled(self, message: Mapping[str, Any]) -> bool:
+        """Whether ``message``, last in a history, keeps its turns when more messages come."""
+        del message
+        return True
+
+    def price_summary(self, text: str, *, estimator: TokenEstimator) -> int:
+        """Return what a summary with ``text`` costs as this format renders it."""
+        pricer = Pricer.of(self.name, estimator)
+        return pricer.framing + pricer.text(summary_text(text))
+
+    def request_overhead(self, estimator: TokenEstimator) -> int:
+        """Return the tokens a request costs beyond its messages (none by default)."""
+        del estimator
+        return 0
+
+    def mark_cache(self, request: list[M], stable: int, system: object) -> list[M]:
+        """Return ``request`` with the provider's cache marker after its ``stable`` prefix.
+
+        Formats without explicit cache markers return ``request`` as it is.
+        """
+        del stable, system
+        return request
+
+    def to_transcript(
+        self,
+        messages: Sequence[M],
+        *,
+        estimator: TokenEstimator | None = None,
+        system: object = None,
+        priority: Callable[[int, dict[str, Any]], int] | None = None,
+        pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    ) -> tuple[Transcript, Binding[M]]:
+        """Return the transcript of ``messages`` (and ``system``) and the binding back."""
+        pricer = Pricer.of(self.name, estimator)
+        head = self.head(system, estimator=pricer.estimator)
+        read = self.scan(messages, estimator=pricer.estimator, priority=priority, pin=pin)
+        parts = {turn.turn_id: Part(turn, -1, None, maskable=False, siblings=1) for turn in head}
+        parts.update(read.parts)
+        binding = Binding(self.name, read.sent, system, parts, pricer.estimator, read.originals)
+        return Transcript((*head, *read.turns)), binding
+
+    def from_transcript(
+        self, view: Transcript | CompactedTranscript, binding: Binding[M]
+    ) -> list[M]:
+        """Return the messages of ``view``: ``render`` without the prices."""
+        return self.render(view, binding).messages
+
+    def count_tokens(
+        self,
+        messages: Sequence[M],
+        *,
+        estimator: TokenEstimator | None = None,
+        system: object = None,
+    ) -> int:
+        """Return what ``messages`` (and ``system``) cost as one request."""
+        pricer = Pricer.of(self.name, estimator)
+        transcript, _ = self.to_transcript(messages, estimator=pricer.estimator, system=system)
+        return transcript.token_estimate() + self.request_overhead(pricer.estimator)
+
+    def __repr__(self) -> str:
+        return f"<cutctx format {self.name!r}>"
+
