@@ -409,9 +409,9 @@ class TestContextWindowProperties:
     def test_a_replaced_message_starts_over_and_counts_a_reset(
         self, case: tuple[ss.Session, Setup], data: st.DataObject
     ) -> None:
-        """Catches a request built on stale decisions after the history changed in place: a
-        message the window has seen replaced by another object (an equal copy, or an edited
-        one) — also after ``from_state``, where only the digest can tell an edit."""
+        """Catches a request built on stale decisions after the history changed in place (an
+        edited message; also after ``from_state``, where only the fingerprint can tell), and a
+        reset on an equal copy (a history rebuilt from a store is the same history)."""
         session, setup = case
         histories = list(session.histories())
         cut = data.draw(st.integers(0, len(histories) - 1), label="replace after step")
@@ -431,7 +431,12 @@ class TestContextWindowProperties:
             window = setup.restored(json.loads(json.dumps(window.state())), summarizer)
         resets = window.stats.resets
         lineage = list(session.histories(changed))[cut:]
-        again = run(window, lineage, summarizer)
+        again = run(window, lineage, summarizer, first_step=cut)
+        if change == "copy":
+            whole, _ = traced(setup, session)
+            assert plain(again.requests) == plain(whole.requests[cut:])
+            assert all(stats[2] == resets for stats in again.stats)
+            return
         fresh, _ = traced(setup, session, lineage)
         assert plain(again.requests) == plain(fresh.requests)
         assert (again.refused is None) == (fresh.refused is None)

@@ -175,8 +175,8 @@ class TestCompactMessages:
     @pytest.mark.parametrize(
         ("kwargs", "fragment"),
         [
-            ({"format": "gemini"}, "format must be one of"),
-            ({"format": dataclasses}, "format must be one of"),
+            ({"format": "gemini"}, "format must be a cutctx.formats.Format or one of"),
+            ({"format": dataclasses}, "format must be a cutctx.formats.Format or one of"),
             ({"format": "openai_chat", "summarize": "yes"}, "summarize must be callable"),
             ({"format": "openai_chat", "policy": object()}, "policy must be a CompactionPolicy"),
         ],

@@ -18,7 +18,7 @@ from cutctx._cli.inputs import CliError
 from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.values import CompactionBudget, Transcript
-from cutctx._loop.compact import default_policy, is_prioritized, pin_first, priority_policy
+from cutctx._loop.compact import default_messages_policy, is_prioritized, pin_first_messages, priority_policy
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
@@ -110,7 +110,7 @@ def build_policy(
         return DropOldestPolicy()
     if name == "priority" or (transcript is not None and is_prioritized(transcript)):
         return priority_policy(estimator)
-    return default_policy(estimator, summarize=False)
+    return default_messages_policy(estimator=estimator)
 
 
 def rebuilt_policy(record: CompactionRecord, estimator: TokenEstimator) -> CompactionPolicy | None:
@@ -159,7 +159,7 @@ class Job:
         transcript, binding = module.to_transcript(
             conversation.messages, estimator=estimator, system=conversation.system
         )
-        transcript = pin_first(transcript, binding, settings.keep_first)
+        transcript = pin_first_messages(transcript, binding, settings.keep_first)
         budget = CompactionBudget(settings.max_tokens, settings.protected_recent_turns)
         policy = build_policy(settings.policy, estimator, transcript)
         decided = policy.decide(transcript, budget) if plan else None

@@ -7,28 +7,28 @@ applies, and maps the view back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Coroutine
+from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from baseaicore import ValidationError
 
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.protocols import CompactionPolicy
-from cutctx._core.values import CompactionBudget, Role, Transcript, check_count
+from cutctx._core.values import CompactionBudget, Transcript, check_count
+from cutctx._loop.ledger import pin_first
 from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.priority import PRIORITY_METADATA, PriorityPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
-from cutctx.formats import anthropic, openai_chat, openai_responses
-from cutctx.formats._common import Binding, Pricer, shown, summary_text
+from cutctx.formats import Binding, Format, FormatName, resolve
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
-    from typing import Any
 
     from cutctx._core.plan import CompactionPlan
     from cutctx._core.protocols import TokenEstimator
@@ -39,25 +39,16 @@ if TYPE_CHECKING:
 __all__ = [
     "SUMMARY_PROMPT_ID",
     "CompactedMessages",
-    "FormatName",
+    "acompact_messages",
     "compact_messages",
-    "default_policy",
+    "default_messages_policy",
     "is_prioritized",
-    "pin_first",
+    "pin_first_messages",
     "priority_policy",
 ]
 
-type FormatName = Literal["openai_chat", "openai_responses", "anthropic"]
-"""The names ``format=`` takes; a misspelt one is a type error."""
-
 SUMMARY_PROMPT_ID: Final = "cutctx.summary"
-"""The ``prompt_id`` of every request the default chain plans when ``summarize`` is given."""
-
-_FORMATS: Final[dict[str, ModuleType]] = {
-    "openai_chat": openai_chat,
-    "openai_responses": openai_responses,
-    "anthropic": anthropic,
-}
+"""The ``prompt_id`` of every request the default policy plans when ``summarize`` is given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +69,7 @@ def compact_messages[M: Message](
     messages: Sequence[M],
     *,
     max_tokens: int,
-    format: FormatName | ModuleType,
+    format: FormatName | Format[Any] | ModuleType,
     system: str | Sequence[Mapping[str, Any]] | None = None,
     policy: CompactionPolicy | None = None,
     summarize: Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str] | None = None,
@@ -89,10 +80,11 @@ def compact_messages[M: Message](
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> CompactedMessages[M]:
-    """Compact provider ``messages`` to ``max_tokens`` and return them in the same format.
+    """Compact ``messages`` to ``max_tokens`` and return them in the same format.
 
-    ``format`` is ``"openai_chat"``, ``"openai_responses"`` or ``"anthropic"`` (or the module
-    of ``cutctx.formats``). Without ``policy`` it masks old tool results (all but the last
+    ``format`` is a ``cutctx.formats.Format`` or a built-in one's name (``"openai_chat"``,
+    ``"openai_responses"``, ``"anthropic"``). Without ``policy`` it plans with
+    ``default_messages_policy``: it masks old tool results (all but the last
     ``keep_recent_results``), then the recent ones too, and only then drops the oldest
     exchanges; with ``summarize`` it summarizes (requests named ``SUMMARY_PROMPT_ID``) before
     it masks the recent results, and calls ``summarize(request, turns)`` once per request,
@@ -114,71 +106,186 @@ def compact_messages[M: Message](
 
     Raises:
         ValidationError: for malformed messages (naming the ``index``), an unknown format, a
-            ``summarize`` that returns a non-string, or summaries so far over their targets
-            that the messages would exceed a budget the plan meets.
+            ``summarize`` that is async (use ``acompact_messages``) or returns a non-string, or
+            summaries so far over their targets that the messages would exceed a budget the
+            plan meets.
         BudgetUnsatisfiable: if the untouchable messages alone exceed ``max_tokens``.
         SummaryMissing: if ``policy`` plans a summary and no ``summarize`` was given.
 
-    .. versionchanged:: 0.1.0
-       ``keep_first`` and ``keep_recent_results``; the default policy masks the recent results
-       too before it drops an exchange; ``sticky`` and ``priority`` keys, the ``priority`` and
-       ``pin`` callables, priority mode.
+    .. versionadded:: 0.1.0
+    .. versionchanged:: 0.2.0
+       ``format`` may be a ``Format``; an async ``summarize`` is refused.
     """
-    module = _module(format)
-    if summarize is not None and not callable(summarize):
-        raise ValidationError(
-            "compact_messages: summarize must be callable(request, turns) -> str",
-            details={"field": "summarize"},
-        )
-    if policy is not None and not isinstance(policy, CompactionPolicy):
-        raise ValidationError(
-            f"compact_messages: policy must be a CompactionPolicy, got {type(policy).__name__}",
-            details={"field": "policy"},
-        )
-    chosen: TokenEstimator = CharRatioEstimator() if estimator is None else estimator
-    transcript, binding = module.to_transcript(
-        messages, estimator=chosen, system=system, priority=priority, pin=pin
-    )
-    if keep_first:
-        transcript = pin_first(transcript, binding, keep_first)
-    budget = CompactionBudget(max_tokens, protected_recent_turns)
-    if policy is None:
-        policy = (
-            priority_policy(chosen)
-            if is_prioritized(transcript)
-            else default_policy(
-                chosen, keep_recent_results=keep_recent_results, summarize=summarize is not None
+    job = _Job.of(
+        messages, max_tokens, format, system, policy, summarize, estimator,
+        protected_recent_turns, keep_first, keep_recent_results, priority, pin,
+    )  # fmt: skip
+    texts: dict[str, str] = {}
+    for request, turns in job.calls():
+        text = job.summarize(request, turns)  # type: ignore[misc]
+        if isinstance(text, Awaitable):
+            if isinstance(text, Coroutine):
+                text.close()  # never awaited: close it, so no warning is left behind
+            raise ValidationError(
+                "compact_messages: summarize is async; call await acompact_messages(...)",
+                details={"field": "summarize"},
             )
+        texts[request.group_id] = _text(request, text)
+    return cast("CompactedMessages[M]", job.finish(texts))
+
+
+async def acompact_messages[M: Message](
+    messages: Sequence[M],
+    *,
+    max_tokens: int,
+    format: FormatName | Format[Any] | ModuleType,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
+    policy: CompactionPolicy | None = None,
+    summarize: Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str | Awaitable[str]]
+    | None = None,
+    estimator: TokenEstimator | None = None,
+    protected_recent_turns: int = 4,
+    keep_first: int = 0,
+    keep_recent_results: int = 2,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
+) -> CompactedMessages[M]:
+    """Compact ``messages`` as ``compact_messages`` does, awaiting an async ``summarize``.
+
+    >>> import asyncio
+    >>> async def summarize(request, turns):
+    ...     return "the story so far"
+    >>> done = asyncio.run(acompact_messages([{"role": "user", "content": "hi"}], max_tokens=10,
+    ...                    format="openai_chat", summarize=summarize))
+    >>> done.messages
+    [{'role': 'user', 'content': 'hi'}]
+
+    Raises:
+        ValidationError: as ``compact_messages`` (a sync ``summarize`` is called as it is).
+        BudgetUnsatisfiable: as ``compact_messages``.
+        SummaryMissing: as ``compact_messages``.
+
+    .. versionadded:: 0.2.0
+    """
+    job = _Job.of(
+        messages, max_tokens, format, system, policy, summarize, estimator,
+        protected_recent_turns, keep_first, keep_recent_results, priority, pin,
+    )  # fmt: skip
+    texts: dict[str, str] = {}
+    for request, turns in job.calls():
+        text = job.summarize(request, turns)  # type: ignore[misc]
+        if isinstance(text, Awaitable):
+            text = await text
+        texts[request.group_id] = _text(request, text)
+    return cast("CompactedMessages[M]", job.finish(texts))
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """One compaction of messages: planned, waiting for its summaries."""
+
+    fmt: Format[Any]
+    transcript: Transcript
+    binding: Binding[Any]
+    plan: CompactionPlan
+    summarize: Callable[..., object] | None
+    estimator: TokenEstimator
+    max_tokens: int
+
+    @classmethod
+    def of(  # noqa: PLR0917 - compact_messages' arguments, in its order
+        cls,
+        messages: object,
+        max_tokens: int,
+        format: object,
+        system: object,
+        policy: object,
+        summarize: object,
+        estimator: TokenEstimator | None,
+        protected_recent_turns: int,
+        keep_first: int,
+        keep_recent_results: int,
+        priority: Callable[[int, dict[str, Any]], int] | None,
+        pin: Callable[[int, dict[str, Any]], bool] | None,
+    ) -> _Job:
+        fmt = resolve(format, owner="compact_messages")
+        if summarize is not None and not callable(summarize):
+            raise ValidationError(
+                "compact_messages: summarize must be callable(request, turns) -> str",
+                details={"field": "summarize"},
+            )
+        if policy is not None and not isinstance(policy, CompactionPolicy):
+            raise ValidationError(
+                f"compact_messages: policy must be a CompactionPolicy, got {type(policy).__name__}",
+                details={"field": "policy"},
+            )
+        chosen: TokenEstimator = CharRatioEstimator() if estimator is None else estimator
+        transcript, binding = fmt.to_transcript(
+            messages,  # type: ignore[arg-type]
+            estimator=chosen,
+            system=system,
+            priority=priority,
+            pin=pin,
         )
-    plan = policy.decide(transcript, budget)
-    summaries: dict[str, str] = {}
-    if summarize is not None and plan.summarization_requests:
-        by_id = {turn.turn_id: turn for turn in transcript.turns}
-        for request in plan.summarization_requests:
-            text = summarize(request, tuple(by_id[turn_id] for turn_id in request.turn_ids))
-            if not isinstance(text, str):
-                raise ValidationError(
-                    f"compact_messages: summarize returned {type(text).__name__} for group "
-                    f"{request.group_id!r}, not a string",
-                    details={"field": "summarize", "group_id": request.group_id},
+        if keep_first:
+            transcript = pin_first_messages(transcript, binding, keep_first)
+        budget = CompactionBudget(max_tokens, protected_recent_turns)
+        if policy is None:
+            policy = (
+                priority_policy(chosen)
+                if is_prioritized(transcript)
+                else default_messages_policy(
+                    estimator=chosen,
+                    keep_recent_results=keep_recent_results,
+                    summarize=summarize is not None,
                 )
-            summaries[request.group_id] = text
-    compacted = CompactionExecutor().apply(transcript, plan, summaries)
-    out: list[M] = module.from_transcript(compacted.transcript, binding)
-    if summaries and not plan.budget_unmet:
-        _check_summaries(plan, summaries, Pricer.of(module.FORMAT, chosen), max_tokens)
-    return CompactedMessages(out, compacted.report, plan)
+            )
+        plan = policy.decide(transcript, budget)  # type: ignore[union-attr]
+        return cls(fmt, transcript, binding, plan, summarize, chosen, max_tokens)  # type: ignore[arg-type]
+
+    def calls(self) -> list[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]]]:
+        """Return each request with its turns (none without ``summarize``)."""
+        if self.summarize is None:
+            return []
+        by_id = {turn.turn_id: turn for turn in self.transcript.turns}
+        return [
+            (request, tuple(by_id[turn_id] for turn_id in request.turn_ids))
+            for request in self.plan.summarization_requests
+        ]
+
+    def finish(self, texts: dict[str, str]) -> CompactedMessages[Any]:
+        """Apply the plan with the summaries and render the messages."""
+        compacted = CompactionExecutor().apply(self.transcript, self.plan, texts)
+        out = self.fmt.from_transcript(compacted.transcript, self.binding)
+        if texts and not self.plan.budget_unmet:
+            self._check(texts)
+        return CompactedMessages(out, compacted.report, self.plan)
+
+    def _check(self, texts: dict[str, str]) -> None:
+        """Raise if the summaries, priced as the messages they become, push a fitting plan over."""
+        total = self.plan.tokens_after_estimate
+        over: list[str] = []
+        for request in self.plan.summarization_requests:
+            cost = self.fmt.price_summary(texts[request.group_id], estimator=self.estimator)
+            total += cost - request.target_tokens
+            if cost > request.target_tokens:
+                over.append(request.group_id)
+        if total > self.max_tokens:
+            raise ValidationError(
+                f"compact_messages: the summaries exceed their targets, so the messages would "
+                f"need {total} tokens, over the budget of {self.max_tokens}",
+                details={"max_tokens": self.max_tokens, "tokens_needed": total, "group_ids": over},
+            )
 
 
-def _module(format: object) -> ModuleType:
-    if isinstance(format, str) and format in _FORMATS:
-        return _FORMATS[format]
-    if isinstance(format, ModuleType) and format in _FORMATS.values():
-        return format
-    raise ValidationError(
-        f"compact_messages: format must be one of {sorted(_FORMATS)}, got {shown(format, 60)}",
-        details={"field": "format", "expected": sorted(_FORMATS)},
-    )
+def _text(request: SummarizationRequest, text: object) -> str:
+    if not isinstance(text, str):
+        raise ValidationError(
+            f"compact_messages: summarize returned {type(text).__name__} for group "
+            f"{request.group_id!r}, not a string",
+            details={"field": "summarize", "group_id": request.group_id},
+        )
+    return text
 
 
 def is_prioritized(transcript: Transcript) -> bool:
@@ -194,23 +301,31 @@ def priority_policy(estimator: TokenEstimator) -> PriorityPolicy:
     return PriorityPolicy(mask_results=True, estimator=estimator)
 
 
-def default_policy(
-    estimator: TokenEstimator,
+def default_messages_policy(
     *,
+    estimator: TokenEstimator | None = None,
     keep_recent_results: int = 2,
-    summarize: bool,
+    summarize: bool = False,
     summary_input_tokens: int | None = None,
 ) -> PolicyChain:
-    """Return the default chain: mask old results, [summarize,] mask the rest, drop the oldest.
+    """Return the policy ``compact_messages``, ``ContextWindow`` and the CLI plan with.
 
     ``PolicyChain([ObservationMaskingPolicy(keep_recent_results), ObservationMaskingPolicy(0),
-    DropOldestPolicy()])``: every eligible result is masked, the recent-results floor last,
-    before any exchange is dropped. With a summarizer, summaries (``SummarizingPolicy``, or
-    ``BoundedSummarizingPolicy`` when ``summary_input_tokens`` bounds their input) come
-    after the old results are masked and before the floor is. The masking members price stubs
-    with the same estimator as the messages: the budget guarantee needs it.
+    DropOldestPolicy()])``: the old results are masked first (all but the last
+    ``keep_recent_results``), then the recent ones too, before any exchange is dropped — which
+    is why ``observation_masking`` appears twice in its name. With ``summarize``, summaries
+    (``SummarizingPolicy``, or ``BoundedSummarizingPolicy`` when ``summary_input_tokens``
+    bounds their input; requests named ``SUMMARY_PROMPT_ID``) come after the old results are
+    masked and before the floor is. The masking members price stubs with ``estimator`` (the
+    one that prices the messages: the budget guarantee needs it). It differs from 0.1's
+    ``default_chain`` (masking, summarizing, drop): see ``docs/policies.md``.
+
+    >>> default_messages_policy().name
+    'chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
+
+    .. versionadded:: 0.2.0
     """
-    check_count("compact_messages", "keep_recent_results", keep_recent_results)
+    check_count("default_messages_policy", "keep_recent_results", keep_recent_results)
     old = ObservationMaskingPolicy(keep_recent_results, estimator=estimator)
     floor = ObservationMaskingPolicy(0, estimator=estimator)
     if not summarize:
@@ -223,43 +338,8 @@ def default_policy(
     return PolicyChain((old, summarizing, floor, DropOldestPolicy()))
 
 
-def pin_first(transcript: Transcript, binding: Binding[Any], count: int) -> Transcript:
+def pin_first_messages(transcript: Transcript, binding: Binding[Any], count: int) -> Transcript:
     """Return ``transcript`` with the turns of its first ``count`` non-system messages pinned."""
     check_count("compact_messages", "keep_first", count)
-    firsts: set[int] = set()
-    for turn in transcript.turns:
-        part = binding.parts[turn.turn_id]
-        if part.index >= 0 and turn.role is not Role.SYSTEM and part.index not in firsts:
-            if len(firsts) == count:
-                break
-            firsts.add(part.index)
-    return Transcript(
-        tuple(
-            replace(turn, pinned=True)
-            if not turn.pinned and binding.parts[turn.turn_id].index in firsts
-            else turn
-            for turn in transcript.turns
-        )
-    )
-
-
-def _check_summaries(
-    plan: CompactionPlan,
-    summaries: dict[str, str],
-    pricer: Pricer,
-    max_tokens: int,
-) -> None:
-    """Raise if the summaries, priced as the messages they become, push a fitting plan over."""
-    total = plan.tokens_after_estimate
-    over: list[str] = []
-    for request in plan.summarization_requests:
-        cost = pricer.framing + pricer.text(summary_text(summaries[request.group_id]))
-        total += cost - request.target_tokens
-        if cost > request.target_tokens:
-            over.append(request.group_id)
-    if total > max_tokens:
-        raise ValidationError(
-            f"compact_messages: the summaries exceed their targets, so the messages would need "
-            f"{total} tokens, over the budget of {max_tokens}",
-            details={"max_tokens": max_tokens, "tokens_needed": total, "group_ids": over},
-        )
+    turns, _ = pin_first(transcript.turns, binding.parts, count)
+    return Transcript(tuple(turns))

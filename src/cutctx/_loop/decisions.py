@@ -1,0 +1,184 @@
+"""A window's decisions over its history, per turn, in the form the policies draft them.
+
+Every held turn has an ``Action`` (kept, masked to a stub, dropped, or folded into a summary);
+the summaries carry the caller's text and their price as rendered. A compaction plans over the
+*current request* (these decisions applied) and ``fold`` maps its plans back onto the history's
+turns; ``plan`` turns the decisions into the one ``CompactionPlan`` over the history (through
+the gate), and the executor makes the view from it, so no second view builder exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from baseaicore import ValidationError
+
+from cutctx._core.executor import CompactionExecutor
+from cutctx._core.values import SUMMARY_TURN_ID_PREFIX, Action, group_id_for
+from cutctx._policies.draft import Draft, Group, build_plan, estimator_marks
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from cutctx._core.plan import CompactionPlan
+    from cutctx._core.protocols import CompactionPolicy, TokenEstimator
+    from cutctx._core.report import CompactionReport
+    from cutctx._core.values import (
+        CompactionBudget,
+        Transcript,
+        TranscriptTurn,
+        TurnReplacement,
+    )
+
+__all__ = ["Decisions", "Summary"]
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A fulfilled summary: its turns (ledger indices), request, text and rendered price."""
+
+    members: tuple[int, ...]
+    target_tokens: int
+    prompt_id: str
+    text: str
+    cost: int
+
+
+class Decisions:
+    """One action per held turn, the stubs of the masked ones and the summaries, by group id."""
+
+    __slots__ = ("actions", "stubs", "summaries")
+
+    def __init__(
+        self,
+        actions: list[Action],
+        stubs: dict[int, TurnReplacement] | None = None,
+        summaries: dict[str, Summary] | None = None,
+    ) -> None:
+        self.actions = actions
+        self.stubs: dict[int, TurnReplacement] = {} if stubs is None else stubs
+        self.summaries: dict[str, Summary] = {} if summaries is None else summaries
+
+    def keep(self, count: int) -> None:
+        """Keep ``count`` more turns (the new messages)."""
+        self.actions.extend([Action.KEEP] * count)
+
+    def truncate(self, count: int) -> bool:
+        """Forget the decisions from turn ``count`` on; return whether they were all keeps."""
+        if any(action is not Action.KEEP for action in self.actions[count:]):
+            return False
+        del self.actions[count:]
+        return True
+
+    def touched(self) -> bool:
+        """Whether any turn is not kept as it is."""
+        return bool(self.stubs or self.summaries) or Action.DROP in self.actions
+
+    def fold(
+        self,
+        stages: Sequence[tuple[Transcript, CompactionPlan]],
+        texts: Mapping[str, str],
+        index_of: Mapping[str, int],
+        turns: Sequence[TranscriptTurn],
+        price: Any,
+    ) -> Decisions:
+        """Return these decisions with the plans made over the current request folded in.
+
+        ``stages`` are the plans, each over the request the one before it gave; ``texts`` the
+        summaries of their requests; ``price(text)`` what a summary costs as rendered.
+
+        Raises:
+            ValidationError: if a plan masks a summary.
+        """
+        actions, stubs = list(self.actions), dict(self.stubs)
+        summaries = dict(self.summaries)
+        folded: dict[str, list[int]] = {}
+        for current, plan in stages:
+            for turn, action in zip(current.turns, plan.actions, strict=True):
+                kind = action.action
+                if kind is Action.KEEP:
+                    continue
+                index = index_of.get(turn.turn_id)
+                if index is None:  # a summary the request holds
+                    if kind is Action.MASK:
+                        raise ValidationError(
+                            f"ContextWindow: the policy masked the summary {turn.turn_id!r}",
+                            details={"turn_id": turn.turn_id},
+                        )
+                    old = summaries.pop(turn.turn_id.removeprefix(SUMMARY_TURN_ID_PREFIX))
+                    members: Sequence[int] = old.members
+                else:
+                    members = (index,)
+                for member in members:
+                    stubs.pop(member, None)
+                    actions[member] = kind
+                    if kind is Action.MASK:
+                        assert action.replacement is not None  # noqa: S101 - the gate ensures it
+                        stubs[member] = action.replacement
+                    elif kind is Action.SUMMARIZE:
+                        assert action.summary_group is not None  # noqa: S101 - the gate ensures
+                        folded.setdefault(action.summary_group, []).append(member)
+        for _, plan in stages:
+            for request in plan.summarization_requests:
+                members = sorted(folded[request.group_id])
+                text = texts[request.group_id]
+                group_id = group_id_for([turns[member].turn_id for member in members])
+                summaries[group_id] = Summary(
+                    tuple(members), request.target_tokens, request.prompt_id, text, price(text)
+                )
+        return Decisions(actions, stubs, summaries)
+
+    def plan(
+        self,
+        history: Transcript,
+        budget: CompactionBudget,
+        policy: CompactionPolicy,
+        estimator: TokenEstimator,
+    ) -> CompactionPlan:
+        """Return the plan over ``history`` (the held turns) that these decisions are."""
+        turns = history.turns
+        actions = self.actions[: len(turns)]
+        stubs = self.stubs
+        tokens = sum(
+            turn.token_estimate
+            if action is Action.KEEP
+            else stubs[index].token_estimate
+            if action is Action.MASK
+            else 0
+            for index, (turn, action) in enumerate(zip(turns, actions, strict=True))
+        ) + sum(summary.target_tokens for summary in self.summaries.values())
+        ratio, name = estimator_marks(estimator) if stubs else (None, None)
+        draft = Draft(
+            list(actions),
+            tokens,
+            [stubs.get(index) for index in range(len(turns))] if stubs else [],
+            [
+                Group(summary.members, summary.target_tokens, summary.prompt_id)
+                for summary in self.summaries.values()
+            ],
+            ratio,
+            name,
+        )
+        return build_plan(history, budget, draft, policy.name, policy.version)
+
+    def view(
+        self, history: Transcript, plan: CompactionPlan
+    ) -> tuple[list[TranscriptTurn], CompactionReport]:
+        """Return the view ``plan`` gives (summaries priced as rendered) and its report."""
+        texts = {group_id: summary.text for group_id, summary in self.summaries.items()}
+        done = CompactionExecutor().apply(history, plan, texts)
+        view = [
+            dataclasses.replace(
+                turn,
+                token_estimate=self.summaries[
+                    turn.turn_id.removeprefix(SUMMARY_TURN_ID_PREFIX)
+                ].cost,
+            )
+            if turn.turn_id.startswith(SUMMARY_TURN_ID_PREFIX)
+            and turn.turn_id.removeprefix(SUMMARY_TURN_ID_PREFIX) in self.summaries
+            else turn
+            for turn in done.transcript.turns
+        ]
+        return view, done.report

@@ -1,0 +1,82 @@
+"""A fast, process-independent fingerprint of messages: SHA-256 over their raw strings.
+
+A window's state carries the fingerprint of the messages it has seen, so a window restored in
+another process can tell in one linear pass whether the history it is handed starts with them.
+It is not canonical JSON (a digest of every message's canonical JSON costs several times more):
+the walk feeds each value's type and raw text, in the order the message holds them, into one
+running hash. Equal data in equal order gives the same fingerprint in any process; a lone
+surrogate is fed as its code point (``surrogatepass``), so no string is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from baseaicore import ValidationError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["Fingerprint"]
+
+
+class Fingerprint:
+    """The running fingerprint of a history's first ``count`` messages."""
+
+    __slots__ = ("_hash", "count")
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+        self.count = 0
+
+    def feed(self, messages: Sequence[object], start: int) -> None:
+        """Add ``messages[start:]`` (the ones after the first ``count``)."""
+        pieces: list[str] = []
+        for index in range(start, len(messages)):
+            pieces.append("\x1e")  # a message boundary
+            _walk(messages[index], pieces, index)
+        self._hash.update("".join(pieces).encode("utf-8", "surrogatepass"))
+        self.count = len(messages)
+
+    def hexdigest(self) -> str:
+        """Return the fingerprint so far (64 hex digits)."""
+        return self._hash.copy().hexdigest()
+
+    @classmethod
+    def of(cls, messages: Sequence[object]) -> Fingerprint:
+        """Return the fingerprint of every message of ``messages``."""
+        made = cls()
+        made.feed(messages, 0)
+        return made
+
+
+def _walk(value: object, pieces: list[str], index: int) -> None:
+    kind = type(value)
+    if kind is str:
+        pieces.append(f"s{len(value)}:")  # type: ignore[arg-type]
+        pieces.append(value)  # type: ignore[arg-type]
+        return
+    if kind is dict or isinstance(value, Mapping):
+        pieces.append(f"{{{len(value)}")  # type: ignore[arg-type]
+        for key, item in value.items():  # type: ignore[attr-defined]
+            _walk(key, pieces, index)
+            _walk(item, pieces, index)
+        return
+    if kind is list or kind is tuple:
+        pieces.append(f"[{len(value)}")  # type: ignore[arg-type]
+        for item in value:  # type: ignore[attr-defined]
+            _walk(item, pieces, index)
+        return
+    if value is None or kind is bool or kind is int or kind is float:
+        pieces.append(f"{kind.__name__[0]}{value!r};")
+        return
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):  # an SDK object: the data it holds
+        _walk(dump(exclude_none=True), pieces, index)
+        return
+    raise ValidationError(
+        f"ContextWindow: messages[{index}] holds a {kind.__name__}, which is not message data",
+        details={"index": index, "type": kind.__name__},
+    )

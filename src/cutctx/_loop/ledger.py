@@ -1,0 +1,248 @@
+"""What a window has read of its history: each message's turns, priced once, in order.
+
+The ledger scans only the messages it has not seen (the format reads them as the continuation
+of the ones before), pins the first ``keep_first`` non-system messages as it goes, and keeps the
+running fingerprint of what it holds. Restored from a state, it starts *cold*: it knows how many
+messages it holds and every turn's price, and reads the old messages again (cheaply, prices
+taken from the state) only when a step needs their turns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import TYPE_CHECKING, Any
+
+from cutctx._core.estimators import CharRatioEstimator
+from cutctx._core.values import Role, TranscriptTurn
+from cutctx._loop.fingerprint import Fingerprint
+from cutctx.formats import Binding
+from cutctx.formats._common import Part
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from cutctx._loop.settings import Settings
+    from cutctx.formats import Format, Scanned
+
+__all__ = ["Ledger", "pin_first"]
+
+
+def pin_first(
+    turns: Sequence[TranscriptTurn], parts: Mapping[str, Part], count: int
+) -> tuple[list[TranscriptTurn], list[int]]:
+    """Return ``turns`` with those of their first ``count`` non-system messages pinned.
+
+    Also return those messages' indices, in order (at most ``count``). ``parts`` maps each turn
+    id to its origin; a message counts if any of its turns is not ``SYSTEM`` (the task).
+    """
+    firsts: set[int] = set()
+    for turn in turns:
+        index = parts[turn.turn_id].index
+        if index >= 0 and turn.role is not Role.SYSTEM and index not in firsts:
+            if len(firsts) == count:
+                break
+            firsts.add(index)
+    if not firsts:
+        return list(turns), []
+    pinned = [
+        dataclasses.replace(turn, pinned=True)
+        if not turn.pinned and parts[turn.turn_id].index in firsts
+        else turn
+        for turn in turns
+    ]
+    return pinned, sorted(firsts)
+
+
+@dataclasses.dataclass(slots=True)
+class _Cold:
+    """Messages a restored ledger holds but has not read again: how many, and their prices."""
+
+    count: int
+    prices: list[int]
+    tail: list[tuple[Scanned[Any], list[int]]] = dataclasses.field(default_factory=list)
+
+
+class Ledger:
+    """Every message the window has read: turns, origins, the messages as sent, the callers'."""
+
+    __slots__ = (
+        "cold",
+        "ends",
+        "first_indices",
+        "firsts",
+        "fmt",
+        "head",
+        "index_of",
+        "originals",
+        "parts",
+        "print",
+        "seen",
+        "sent",
+        "settings",
+        "turns",
+    )
+
+    def __init__(self, fmt: Format[Any], settings: Settings) -> None:
+        self.fmt = fmt
+        self.settings = settings
+        self.head = fmt.head(settings.system, estimator=settings.estimator)
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every message."""
+        self.turns: list[TranscriptTurn] = list(self.head)
+        self.parts: dict[str, Part] = {
+            turn.turn_id: Part(turn, -1, None, maskable=False, siblings=1) for turn in self.head
+        }
+        self.index_of = {turn.turn_id: index for index, turn in enumerate(self.head)}
+        self.sent: list[dict[str, Any]] = []
+        self.originals: list[Any] = []
+        self.seen: list[Any] = []  # the caller's messages, compared by content
+        self.ends: list[int] = []  # each message's end in ``turns`` (exclusive)
+        self.firsts = 0  # messages pinned as the first ones (``keep_first``)
+        self.first_indices: list[int] = []  # which ones (known once warm)
+        self.print: Fingerprint | None = None
+        self.cold: _Cold | None = None
+
+    @property
+    def count(self) -> int:
+        """How many messages the ledger holds."""
+        return len(self.seen)
+
+    def matching(self, history: Sequence[Any]) -> int:
+        """Return how many held messages ``history`` starts with (equal content, any object)."""
+        seen = self.seen
+        if len(history) >= len(seen) and all(map(operator.is_, history, seen)):
+            return len(seen)
+        same = 0
+        for new, old in zip(history, seen, strict=False):
+            if new is not old and new != old:
+                break
+            same += 1
+        return same
+
+    def read(self, history: Sequence[Any], start: int) -> Scanned[Any]:
+        """Price ``history[start:]`` as the continuation of the held messages (not kept yet)."""
+        settings = self.settings
+        return self.fmt.scan(
+            history[start:],
+            estimator=settings.estimator,
+            offset=start,
+            follows=history[start - 1] if start else None,
+            priority=settings.priority,
+            pin=settings.pin,
+        )
+
+    def add(self, scanned: Scanned[Any], history: Sequence[Any]) -> None:
+        """Hold the messages ``scanned`` read from ``history`` (after the held ones)."""
+        start = self.count
+        turns, used = pin_first(
+            scanned.turns, scanned.parts, self.settings.keep_first - self.firsts
+        )
+        self.firsts += len(used)
+        self.seen.extend(history[start : start + len(scanned.sent)])
+        if self.print is not None:
+            self.print.feed(self.seen, self.print.count)
+        if self.cold is not None:
+            self.cold.tail.append((scanned._replace(turns=tuple(turns)), used))
+            return
+        self.first_indices.extend(used)
+        self._hold(turns, scanned)
+
+    def _hold(self, turns: Sequence[TranscriptTurn], scanned: Scanned[Any]) -> None:
+        parts, index_of, ends, all_turns = self.parts, self.index_of, self.ends, self.turns
+        current = -1
+        for turn in turns:
+            part = scanned.parts[turn.turn_id]
+            if part.index != current and current >= 0:
+                ends.append(len(all_turns))
+            current = part.index
+            index_of[turn.turn_id] = len(all_turns)
+            all_turns.append(turn)
+            parts[turn.turn_id] = (
+                part if part.turn is turn else dataclasses.replace(part, turn=turn)
+            )
+        if current >= 0:
+            ends.append(len(all_turns))
+        self.sent.extend(scanned.sent)
+        self.originals.extend(scanned.originals)
+
+    def truncate(self, count: int, history: Sequence[Any]) -> None:
+        """Forget the messages from ``count`` on (to read them again)."""
+        self.warm(history)
+        kept = self.ends[count - 1] if count else len(self.head)
+        for turn in self.turns[kept:]:
+            del self.parts[turn.turn_id], self.index_of[turn.turn_id]
+        del self.turns[kept:], self.sent[count:], self.originals[count:], self.seen[count:]
+        del self.ends[count:]
+        self.first_indices = [index for index in self.first_indices if index < count]
+        self.firsts = len(self.first_indices)
+        self.print = None
+
+    def warm(self, history: Sequence[Any]) -> None:
+        """Read the messages a restored ledger holds again, if it has not yet (prices kept)."""
+        cold = self.cold
+        if cold is None:
+            return
+        self.cold = None
+        seen, fingerprint = self.seen, self.print
+        self.clear()
+        settings = self.settings
+        scanned = self.fmt.scan(
+            history[: cold.count],
+            estimator=CharRatioEstimator(),  # only the turns are wanted: the prices are known
+            priority=settings.priority,
+            pin=settings.pin,
+        )
+        priced = [
+            dataclasses.replace(turn, token_estimate=price)
+            for turn, price in zip(scanned.turns, cold.prices, strict=True)
+        ]
+        turns, self.first_indices = pin_first(priced, scanned.parts, settings.keep_first)
+        self._hold(turns, scanned)
+        for chunk, used in cold.tail:
+            self._hold(chunk.turns, chunk)
+            self.first_indices.extend(used)
+        self.firsts = len(self.first_indices)
+        self.seen, self.print = seen, fingerprint
+
+    def restore(self, history: Sequence[Any], count: int, prices: list[int], firsts: int) -> None:
+        """Hold ``history[:count]`` cold: known by the state's ``prices``, read again on demand."""
+        self.clear()
+        self.seen = list(history[:count])
+        self.firsts = firsts
+        self.cold = _Cold(count, prices)
+
+    def fingerprint(self) -> str:
+        """Return the fingerprint of the held messages."""
+        if self.print is None:
+            self.print = Fingerprint.of(self.seen)
+        return self.print.hexdigest()
+
+    def adopt_print(self, made: Fingerprint) -> None:
+        """Take ``made`` (the fingerprint of exactly the held messages) as the running one."""
+        self.print = made
+
+    def prices(self) -> list[int]:
+        """Return every held message turn's price, in order (the head's left out)."""
+        cold = self.cold
+        if cold is None:
+            return [turn.token_estimate for turn in self.turns[len(self.head) :]]
+        tail = [turn.token_estimate for chunk, _ in cold.tail for turn in chunk.turns]
+        return [*cold.prices, *tail]
+
+    def binding(self, count: int) -> Binding[Any]:
+        """Return the binding of the first ``count`` messages, to render views of them."""
+        return Binding(
+            self.fmt.name,
+            tuple(self.sent[:count]),
+            self.settings.system,
+            self.parts,
+            self.settings.estimator,
+            tuple(self.originals[:count]),
+        )
+
+    def end(self, count: int) -> int:
+        """Return where the turns of the first ``count`` messages end."""
+        return self.ends[count - 1] if count else len(self.head)

@@ -1,0 +1,261 @@
+"""How a window plans one compaction over its current request.
+
+The policies decide; this module only chooses what they are asked. It runs the policy's
+stages (leading masking members first, so a summarizer is handed the stubs the request holds),
+aims at ``compact_to``, and keeps two rules of the loop: when ``compact_to`` cannot be reached,
+the destructive stages (dropping, giving up a summary) stop once the request is under
+``compact_at``; and a summary is the last thing given up (summaries are held fixed until
+nothing else is left to remove).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from baseaicore import ValidationError
+
+from cutctx._core.errors import BudgetUnsatisfiable
+from cutctx._core.executor import CompactionExecutor
+from cutctx._core.invariants import layout
+from cutctx._core.plan import CompactionPlan
+from cutctx._core.values import (
+    SUMMARY_TURN_ID_PREFIX,
+    Action,
+    CompactionBudget,
+    Role,
+    Transcript,
+)
+from cutctx._policies.chain import PolicyChain
+from cutctx._policies.drop import DropOldestPolicy
+from cutctx._policies.masking import ObservationMaskingPolicy
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from cutctx._core.protocols import CompactionPolicy
+    from cutctx._core.values import SummarizationRequest, TranscriptTurn
+    from cutctx._loop.ledger import Ledger
+    from cutctx._loop.settings import Settings
+    from cutctx.formats import Format
+
+__all__ = ["Pending", "Planner", "stages_of"]
+
+type Stages = tuple[tuple[Transcript, CompactionPlan], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A compaction planned over the current request, waiting for its summaries."""
+
+    stages: Stages
+    calls: tuple[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]], ...]
+    policy: CompactionPolicy
+
+
+def stages_of(policy: CompactionPolicy) -> tuple[CompactionPolicy, ...]:
+    """Split a chain whose leading masking members come before one that may summarize.
+
+    The window runs the masking members first and the rest over the view they give, so a
+    summarizer is handed the stubs the request holds, not the originals behind them.
+    """
+    if not isinstance(policy, PolicyChain):
+        return (policy,)
+    members = policy.policies
+    lead = 0
+    while lead < len(members) and isinstance(members[lead], ObservationMaskingPolicy):
+        lead += 1
+    later = members[lead:]
+    if not lead or all(
+        isinstance(member, ObservationMaskingPolicy | DropOldestPolicy) for member in later
+    ):
+        return (policy,)
+    first = members[0] if lead == 1 else PolicyChain(members[:lead])
+    rest = later[0] if len(later) == 1 else PolicyChain(later)
+    return (first, rest)
+
+
+class Planner:
+    """Plans compactions for one window: its format, settings and the default policy's stages."""
+
+    __slots__ = ("_default", "_format", "_headroom", "_settings", "_stages")
+
+    def __init__(self, fmt: Format[Any], settings: Settings, policy: CompactionPolicy) -> None:
+        self._format, self._settings = fmt, settings
+        self._default, self._stages = policy, stages_of(policy)
+        # Under compact_at, a new summary still needs room for its label and its text's
+        # overrun of the target: what a summary of nothing costs, twice.
+        self._headroom = (
+            2 * fmt.price_summary("", estimator=settings.estimator)
+            if settings.summarize is not None
+            else 0
+        )
+
+    def budget_for(self, history: Transcript) -> CompactionBudget:
+        """Return the budget a plan over ``history`` is held to: ``compact_to`` or the floor."""
+        settings = self._settings
+        hard = CompactionBudget(settings.max_tokens, settings.protected)
+        return CompactionBudget(
+            max(settings.to, layout(history, hard).untouchable_tokens), settings.protected
+        )
+
+    def plan(self, current: Transcript, policy: CompactionPolicy, ledger: Ledger) -> Pending:
+        """Plan one compaction of the request ``current`` with ``policy``'s stages.
+
+        Raises:
+            BudgetUnsatisfiable: if the untouchable turns (and the exchanges they hold) alone
+                exceed ``max_tokens``, naming the largest message among them.
+            ValidationError: if a policy returns no plan, or asks to summarize more than
+                ``summary_input_tokens``.
+        """
+        settings = self._settings
+        hard = CompactionBudget(settings.max_tokens, settings.protected)
+        shape = layout(current, hard)
+        if shape.untouchable_tokens > settings.max_tokens:
+            flags = shape.untouchable
+            held = [turn for turn, flag in zip(current.turns, flags, strict=True) if flag]
+            raise _too_big(
+                held, shape.untouchable_tokens, settings.max_tokens, ledger, "untouchable messages"
+            )
+        stages = self._stages if policy is self._default else (policy,)
+        target = max(settings.to, shape.untouchable_tokens)
+        relaxed = max(
+            min(settings.at, settings.max_tokens - self._headroom), shape.untouchable_tokens
+        )
+        summaries = any(turn.turn_id.startswith(SUMMARY_TURN_ID_PREFIX) for turn in current.turns)
+        held_fixed = _with_summaries_pinned(current) if summaries else None
+        attempts = [(held_fixed, target), (held_fixed, relaxed)] if held_fixed else []
+        attempts += [(current, target), (current, relaxed)]
+        made: Stages = ()
+        for transcript, budget in attempts:
+            try:
+                made = self._run(transcript, stages, budget, target)
+            except BudgetUnsatisfiable:
+                continue  # the summaries alone do not fit: give them up
+            if made[-1][1].tokens_after_estimate <= budget:
+                break
+        plan = made[-1][1]
+        if plan.tokens_after_estimate > settings.max_tokens:
+            kept = [
+                turn
+                for turn, action in zip(made[-1][0].turns, plan.actions, strict=True)
+                if action.action is not Action.DROP
+            ]
+            raise _too_big(
+                kept,
+                plan.tokens_after_estimate,
+                settings.max_tokens,
+                ledger,
+                "untouchable messages and the exchanges they hold",
+            )
+        return Pending(made, self._calls(made), policy)
+
+    def _run(
+        self,
+        current: Transcript,
+        stages: Sequence[CompactionPolicy],
+        budget: int,
+        target: int,
+    ) -> Stages:
+        """Run ``stages`` over ``current``: the first aims at ``target``, the rest at ``budget``."""
+        protected = self._settings.protected
+        made: list[tuple[Transcript, CompactionPlan]] = []
+        for number, policy in enumerate(stages):
+            aim = CompactionBudget(target if number == 0 and len(stages) > 1 else budget, protected)
+            if made:
+                previous = made[-1][1]
+                if previous.tokens_after_estimate <= budget:
+                    break
+                # The next stage plans over the view the masks give: a summarizer then
+                # receives the stubs, as the request will hold them.
+                current = CompactionExecutor().apply(current, previous).transcript
+            plan = policy.decide(current, aim)
+            if not isinstance(plan, CompactionPlan):
+                raise ValidationError(
+                    f"ContextWindow: the policy returned {type(plan).__name__}, "
+                    "not a CompactionPlan",
+                    details={"field": "policy"},
+                )
+            made.append((current, plan))
+        return tuple(made)
+
+    def _calls(
+        self, stages: Stages
+    ) -> tuple[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]], ...]:
+        """Return each summary request with the turns it covers, within the input bound."""
+        bound = self._settings.summary_input
+        calls = []
+        for current, plan in stages:
+            by_id = {turn.turn_id: turn for turn in current.turns}
+            for request in plan.summarization_requests:
+                turns = tuple(by_id[turn_id] for turn_id in request.turn_ids)
+                size = sum(turn.token_estimate for turn in turns)
+                if size > bound:
+                    raise ValidationError(
+                        f"ContextWindow: the policy asks to summarize {size} tokens in group "
+                        f"{request.group_id!r}, over summary_input_tokens {bound}",
+                        details={"group_id": request.group_id, "tokens": size},
+                    )
+                calls.append((request, turns))
+        return tuple(calls)
+
+    def merged(self, view: Sequence[TranscriptTurn], ledger: Ledger) -> list[int]:
+        """Return the held turns of lone user messages the format would merge behind another.
+
+        Merging would change the earlier message (often the task) and every cached prefix with
+        it; dropping the lone message instead is what dropping the oldest does next anyway.
+        Only a one-turn, unpinned, unprotected user message with no call is dropped so.
+        """
+        rendered = self._format.render(Transcript(tuple(view)), ledger.binding(ledger.count))
+        if not rendered.joined:
+            return []
+        tail = len(ledger.turns) - self._settings.protected
+        dropped = []
+        for turn in view:
+            part = ledger.parts.get(turn.turn_id)
+            if part is None or part.index not in rendered.joined:
+                continue
+            index = ledger.index_of[turn.turn_id]
+            if (
+                part.siblings == 1
+                and turn.role is Role.USER
+                and turn.tool_call_id is None
+                and not turn.pinned
+                and index < tail
+            ):
+                dropped.append(index)
+        return dropped
+
+
+def _with_summaries_pinned(current: Transcript) -> Transcript:
+    return Transcript(
+        tuple(
+            dataclasses.replace(turn, pinned=True)
+            if turn.turn_id.startswith(SUMMARY_TURN_ID_PREFIX)
+            else turn
+            for turn in current.turns
+        )
+    )
+
+
+def _too_big(
+    turns: Sequence[TranscriptTurn], needed: int, max_tokens: int, ledger: Ledger, what: str
+) -> BudgetUnsatisfiable:
+    """Return the error naming the largest message among ``turns`` (which must be kept)."""
+    sizes: dict[int, int] = {}
+    for turn in turns:
+        part = ledger.parts.get(turn.turn_id)
+        if part is not None and part.index >= 0:
+            sizes[part.index] = sizes.get(part.index, 0) + turn.token_estimate
+    index = max(sizes, key=lambda key: (sizes[key], -key)) if sizes else None
+    where = "" if index is None else f"; messages[{index}] alone needs {sizes[index]}"
+    return BudgetUnsatisfiable(
+        f"the {what} need {needed} tokens, over the budget of {max_tokens}{where}",
+        details={
+            "untouchable_tokens": needed,
+            "max_tokens": max_tokens,
+            "untouchable_turn_count": len(turns),
+            "index": index,
+        },
+    )

@@ -1,0 +1,161 @@
+"""A window's settings: checked once, with the figures derived from them (tokens, not fractions)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from baseaicore import ValidationError
+
+from cutctx._core.estimators import CharRatioEstimator
+from cutctx._core.protocols import CompactionPolicy
+from cutctx._core.values import check_count
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+    from cutctx._core.protocols import TokenEstimator
+    from cutctx._core.values import SummarizationRequest, TranscriptTurn
+
+    type Summarize = Callable[
+        [SummarizationRequest, Sequence[TranscriptTurn]], str | Awaitable[str]
+    ]
+    type Priority = Callable[[int, dict[str, Any]], int]
+    type Pin = Callable[[int, dict[str, Any]], bool]
+
+__all__ = ["Settings", "tokens_of"]
+
+_OWNER = "ContextWindow"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What a ``ContextWindow`` was given, checked, and its thresholds in tokens.
+
+    ``given`` holds the JSON-shaped options as the caller wrote them (fractions stay fractions),
+    which is what a state records; the callables and the estimator are given again on restore.
+    """
+
+    max_tokens: int
+    at: int
+    to: int
+    summary_input: int
+    keep_first: int
+    protected: int
+    keep_recent: int
+    cache_breakpoints: bool
+    system: object
+    estimator: TokenEstimator
+    summarize: Summarize | None
+    policy: CompactionPolicy | None
+    priority: Priority | None
+    pin: Pin | None
+    given: dict[str, Any]
+
+    @classmethod
+    def of(  # noqa: PLR0917 - the window's options, as named there
+        cls,
+        max_tokens: object,
+        compact_at: object,
+        compact_to: object,
+        keep_first: object,
+        protected_recent_turns: object,
+        keep_recent_results: object,
+        system: object,
+        estimator: object,
+        summarize: object,
+        policy: object,
+        summary_input_tokens: object,
+        cache_breakpoints: object,
+        priority: object,
+        pin: object,
+    ) -> Settings:
+        """Check every option and return the settings.
+
+        Raises:
+            ValidationError: naming the first option that is wrong.
+        """
+        top = check_count(_OWNER, "max_tokens", max_tokens)
+        if top < 1:
+            raise ValidationError(
+                f"{_OWNER}.max_tokens must be at least 1", details={"field": "max_tokens"}
+            )
+        at = tokens_of("compact_at", compact_at, top)
+        to = tokens_of("compact_to", compact_to, top)
+        if to > at:
+            raise ValidationError(
+                f"{_OWNER}: compact_to ({to} tokens) is over compact_at ({at} tokens)",
+                details={"field": "compact_to", "compact_to": to, "compact_at": at},
+            )
+        bound = (
+            to
+            if summary_input_tokens is None
+            else tokens_of("summary_input_tokens", summary_input_tokens, top)
+        )
+        if not isinstance(cache_breakpoints, bool):
+            raise ValidationError(
+                f"{_OWNER}.cache_breakpoints must be a bool", details={"field": "cache_breakpoints"}
+            )
+        for name, function, shape in (
+            ("summarize", summarize, "(request, turns) -> str"),
+            ("priority", priority, "(index, message) -> int"),
+            ("pin", pin, "(index, message) -> bool"),
+        ):
+            if function is not None and not callable(function):
+                raise ValidationError(
+                    f"{_OWNER}: {name} must be callable{shape}", details={"field": name}
+                )
+        if policy is not None and not isinstance(policy, CompactionPolicy):
+            raise ValidationError(
+                f"{_OWNER}: policy must be a CompactionPolicy, got {type(policy).__name__}",
+                details={"field": "policy"},
+            )
+        if estimator is not None and not callable(getattr(estimator, "estimate_tokens", None)):
+            raise ValidationError(
+                f"{_OWNER}: estimator must have estimate_tokens(text) -> int",
+                details={"field": "estimator"},
+            )
+        return cls(
+            max_tokens=top,
+            at=at,
+            to=to,
+            summary_input=bound,
+            keep_first=check_count(_OWNER, "keep_first", keep_first),
+            protected=check_count(_OWNER, "protected_recent_turns", protected_recent_turns),
+            keep_recent=check_count(_OWNER, "keep_recent_results", keep_recent_results),
+            cache_breakpoints=cache_breakpoints,
+            system=system,
+            estimator=CharRatioEstimator() if estimator is None else estimator,  # type: ignore[arg-type]
+            summarize=summarize,  # type: ignore[arg-type]
+            policy=policy,
+            priority=priority,  # type: ignore[arg-type]
+            pin=pin,  # type: ignore[arg-type]
+            given={
+                "max_tokens": top,
+                "compact_at": compact_at,
+                "compact_to": compact_to,
+                "keep_first": keep_first,
+                "protected_recent_turns": protected_recent_turns,
+                "keep_recent_results": keep_recent_results,
+                "system": system,
+                "summary_input_tokens": summary_input_tokens,
+                "cache_breakpoints": cache_breakpoints,
+            },
+        )
+
+
+def tokens_of(name: str, value: object, max_tokens: int) -> int:
+    """Return ``value`` in tokens: a float is a fraction of ``max_tokens``, an int is tokens.
+
+    Raises:
+        ValidationError: for anything else, or a value outside ``(0, 1]`` or ``[1, max_tokens]``.
+    """
+    if isinstance(value, float) and 0 < value <= 1:
+        return max(1, int(value * max_tokens))
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= max_tokens:
+        return value
+    raise ValidationError(
+        f"{_OWNER}.{name} must be a fraction in (0, 1] or a token count in [1, max_tokens], "
+        f"got {value!r:.40}",
+        details={"field": name, "max_tokens": max_tokens},
+    )
