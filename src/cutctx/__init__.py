@@ -40,6 +40,8 @@ from cutctx._core.errors import SummaryMissing as SummaryMissing
 from cutctx._core.estimators import CharRatioEstimator as CharRatioEstimator
 from cutctx._core.estimators import TokenizerEstimator as TokenizerEstimator
 from cutctx._core.executor import CompactionExecutor as CompactionExecutor
+from cutctx._core.metadata import PRIORITY_KEY as PRIORITY_KEY
+from cutctx._core.metadata import STICKY_KEY as STICKY_KEY
 from cutctx._core.plan import CompactionPlan as CompactionPlan
 from cutctx._core.protocols import CompactionPolicy as CompactionPolicy
 from cutctx._core.protocols import TokenEstimator as TokenEstimator
@@ -75,6 +77,8 @@ __all__ = [
     "DEFAULT_PLACEHOLDER",
     "EMPTY_METADATA",
     "GROUP_ID_PREFIX",
+    "PRIORITY_KEY",
+    "STICKY_KEY",
     "SUMMARY_TURN_ID_PREFIX",
     "Action",
     "BoundedSummarizingPolicy",

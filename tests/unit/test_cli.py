@@ -8,6 +8,7 @@ command line's own code.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -639,6 +640,23 @@ class TestRecordAndVerify:
             sha256_of(anthropic_body()["system"])
             == json.loads(record_path.read_text("utf-8"))["system_digest"]
         )
+
+    def test_a_system_text_with_a_lone_surrogate_is_digested_and_verifies(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        # JSON's "\ud800" escape reads back as a lone surrogate, which UTF-8 cannot encode.
+        body = {**anthropic_body(), "system": "Be careful \ud800 here."}
+        path = tmp_path / "body.json"
+        path.write_text(json.dumps(body), encoding="utf-8")
+        code, out, err = run(capsys, "plan", str(path), "--max-tokens", "700", "--json")
+        assert (code, err) == (0, "")
+        record_path = tmp_path / "record.json"
+        record_path.write_text(out, encoding="utf-8")
+        escaped = hashlib.sha256(b'"Be careful \\ud800 here."').hexdigest()
+        assert json.loads(out)["system_digest"] == escaped
+        code, out, err = run(capsys, "verify", str(path), str(record_path))
+        assert (code, err) == (0, "")
+        assert out.startswith("verified ")
 
     def test_a_record_made_with_a_tokenizer_and_keep_first_verifies(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

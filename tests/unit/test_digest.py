@@ -1,4 +1,4 @@
-"""The digests a plan carries: 0.1's JSON-string SHA-256, sliced, and never raising.
+"""Canonical JSON and the digests: 0.1's JSON-string SHA-256, sliced, and never raising.
 
 The oracle here is the definition itself, written the plain way: ``json.dumps(text,
 ensure_ascii=False)`` encoded whole, with each lone surrogate as its ``\\udXXX`` escape; for text
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from types import MappingProxyType
 
 import pytest
-from baseaicore import sha256_of
+from baseaicore import ValidationError, sha256_of
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,7 +26,18 @@ from cutctx import (
     TranscriptTurn,
     default_chain,
 )
-from cutctx._core.digest import _SLICE, json_string_digest, utf8
+from cutctx._core.digest import (
+    _SLICE,
+    body_digest,
+    canonical_digest,
+    canonical_json,
+    is_plain,
+    json_digest,
+    json_string,
+    json_string_digest,
+    utf8,
+    value_digest,
+)
 from cutctx._core.values import group_id_for
 
 L_1200 = "d1fd6a834c71465d6eeb3623b9c5a2ac60c49d069ffc469bc131b4ff506e55a2"
@@ -105,6 +117,131 @@ class TestUtf8:
 
     def test_a_lone_surrogate_becomes_its_json_escape(self) -> None:
         assert utf8("a\udcffb\ud800") == b"a\\udcffb\\ud800"
+
+
+JSON_DATA = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | ANY_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def frozen(value: object) -> object:
+    """``value`` with every dict a read-only mapping and every list a tuple (a record's copy)."""
+    if isinstance(value, dict):
+        return MappingProxyType({key: frozen(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return tuple(frozen(item) for item in value)
+    return value
+
+
+class TestCanonicalJson:
+    def test_keys_are_sorted_without_whitespace_and_non_ascii_is_kept(self) -> None:
+        assert canonical_json({"b": [1, 2.5], "a": "é中", "c": None}) == (
+            '{"a":"é中","b":[1,2.5],"c":null}'
+        )
+
+    @given(JSON_DATA)
+    def test_it_is_json_dumps_with_sorted_keys_and_no_whitespace_for_any_data(
+        self, value: object
+    ) -> None:
+        """The definition: ``json.dumps`` sorted, compact, non-ASCII as is, for any JSON data."""
+        expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert canonical_json(value) == expected
+
+    @given(JSON_DATA)
+    def test_read_only_mappings_and_tuples_write_as_the_dicts_and_lists_they_hold(
+        self, value: object
+    ) -> None:
+        """A record's frozen copy of JSON data writes exactly as the data it was copied from."""
+        assert canonical_json(frozen(value)) == canonical_json(value)
+
+    def test_a_number_json_cannot_write_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="JSON compliant"):
+            canonical_json({"ratio": float("nan")})
+
+    def test_a_value_that_is_not_json_data_is_refused_naming_its_type(self) -> None:
+        with pytest.raises(TypeError, match="set is not JSON data"):
+            canonical_json({"a": {1, 2}})
+
+
+class TestIsPlain:
+    @pytest.mark.parametrize("text", ["", "[masked]", "é中 𝄞", LONE])
+    def test_text_json_writes_as_it_is_is_plain(self, text: str) -> None:
+        assert is_plain(text)
+        assert json_string(text) == f'"{text}"'
+
+    @pytest.mark.parametrize("text", ['a"b', "a\\b", "a\nb", "\x00", "\x1f"])
+    def test_text_json_escapes_is_not(self, text: str) -> None:
+        assert not is_plain(text)
+
+
+class TestJsonDigest:
+    @given(ANY_TEXT, st.integers(min_value=0, max_value=8))
+    def test_pieces_hash_as_the_text_they_join_to(self, text: str, cut: int) -> None:
+        """Hashing in pieces is hashing the whole: the pieces' bytes join to the text's."""
+        cut = min(cut, len(text))
+        whole = hashlib.sha256(utf8(text)).hexdigest()
+        assert json_digest(text) == whole
+        assert json_digest(iter((text[:cut], text[cut:]))) == whole
+        assert json_digest(list(text)) == whole
+
+    def test_valid_text_is_hashed_as_plain_utf8(self) -> None:
+        assert json_digest('{"a":"é"}') == hashlib.sha256('{"a":"é"}'.encode()).hexdigest()
+
+    def test_a_lone_surrogate_is_hashed_as_its_json_escape(self) -> None:
+        assert json_digest(f'["{LONE}"]') == hashlib.sha256(b'["\\udcff"]').hexdigest()
+
+
+class TestCanonicalDigest:
+    @given(JSON_DATA)
+    def test_it_is_the_digest_of_the_canonical_json(self, value: object) -> None:
+        """Any JSON data, surrogates included: the SHA-256 of ``canonical_json`` via ``utf8``."""
+        expected = hashlib.sha256(utf8(canonical_json(value))).hexdigest()
+        assert canonical_digest(value) == expected
+        assert canonical_digest(frozen(value)) == expected
+
+
+class TestValueDigest:
+    @pytest.mark.parametrize(
+        "value", ["", "Be careful.", [{"type": "text", "text": "é中"}], {"b": 1, "a": -0.0}]
+    )
+    def test_it_is_baseaicore_sha256_of_for_values_without_surrogates(self, value: object) -> None:
+        assert value_digest(value) == sha256_of(value)
+
+    def test_a_lone_surrogate_is_hashed_as_its_json_escape_where_sha256_of_raises(self) -> None:
+        with pytest.raises(UnicodeEncodeError):
+            sha256_of("a" + LONE)
+        assert value_digest("a" + LONE) == hashlib.sha256(b'"a\\udcff"').hexdigest()
+        assert value_digest("a" + LONE) != value_digest("a\\udcff")
+
+    def test_a_value_baseaicore_refuses_is_a_validation_error(self) -> None:
+        with pytest.raises(ValidationError):
+            value_digest({"a": {1, 2}})
+
+
+class TestBodyDigest:
+    @pytest.mark.parametrize("length", [0, 1, _SLICE - 1, _SLICE, _SLICE + 1, 3 * _SLICE + 7])
+    def test_it_is_the_sha256_of_the_raw_text_as_utf8_in_slices(self, length: int) -> None:
+        text = (AWKWARD * (length // len(AWKWARD) + 1))[:length]
+        assert body_digest(text) == hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    @given(ANY_TEXT)
+    def test_any_str_is_its_surrogatepass_bytes(self, text: str) -> None:
+        """Any str, surrogates included, and hashed whole or in slices: its surrogatepass bytes."""
+        long = text * (_SLICE // max(1, len(text)) + 1)
+        for each in (text, long):
+            expected = hashlib.sha256(each.encode("utf-8", "surrogatepass")).hexdigest()
+            assert body_digest(each) == expected
+
+    def test_a_lone_surrogate_and_its_escape_spelled_out_hash_differently(self) -> None:
+        """A raw body could spell the JSON escape out, so a surrogate is not hashed as it."""
+        assert body_digest(LONE) == hashlib.sha256(b"\xed\xb3\xbf").hexdigest()
+        assert body_digest(LONE) != body_digest("\\udcff")
 
 
 class TestGroupIdFor:

@@ -32,7 +32,7 @@ from cutctx import (
     TurnAction,
     TurnReplacement,
 )
-from cutctx._core.plan import canonical_json
+from cutctx._core.digest import canonical_json
 from tests.contract import rebuilt
 
 # Two turns: u (USER, 10 tokens) and t (TOOL, 30 tokens); 40 in all. Budget 20, nothing protected.

@@ -84,8 +84,9 @@ ADDED_ALWAYS = {
 REEXPORTED = {"ValidationError": baseaicore.ValidationError}
 # The agent loop: the window, its stats value and the summarizing policy of bounded input.
 ADDED_LOOP = {"ContextWindow", "WindowStats", "BoundedSummarizingPolicy"}
-# The priority policy (docs/policies.md), for the shedding order context-clipper's users know.
-ADDED_PRIORITY = {"PriorityPolicy"}
+# The priority policy (docs/policies.md), for the shedding order context-clipper's users know,
+# and the two message keys of context-clipper's that users write (docs/contract.md).
+ADDED_PRIORITY = {"PriorityPolicy", "PRIORITY_KEY", "STICKY_KEY"}
 ADDED_OPTIONALLY = {"compact_messages", "CompactedMessages"}
 
 

@@ -32,7 +32,7 @@ from cutctx import (
 )
 from cutctx._audit.policies import ROWS, Config, NotRebuildable, describe, policy_config, rebuild
 from cutctx._audit.records import SEALED, transcript_digest
-from cutctx._core.plan import canonical_json
+from cutctx._core.digest import canonical_json
 
 if TYPE_CHECKING:
     from cutctx import CompactionPolicy

@@ -9,7 +9,6 @@ record was made even when the edit changes no outcome. See docs/records.md.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -21,9 +20,16 @@ from typing import TYPE_CHECKING, Any, Final
 from baseaicore import ValidationError
 
 from cutctx._audit.policies import NotRebuildable, policy_config, rebuild
+from cutctx._core.digest import (
+    body_digest,
+    canonical_digest,
+    canonical_json,
+    json_digest,
+    json_string,
+)
 from cutctx._core.errors import BudgetUnsatisfiable
 from cutctx._core.executor import plan_holds
-from cutctx._core.plan import CompactionPlan, canonical_json
+from cutctx._core.plan import CompactionPlan
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import CompactionBudget, Transcript, TranscriptTurn, check_count, check_str
 
@@ -58,10 +64,6 @@ _LABELS: Final = {
 _KEYS: Final = frozenset({"schema_version", "plan", "plan_hash", "seal", *SEALED})
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 _HEX16: Final = re.compile(r"[0-9a-f]{16}")
-_ESCAPE: Final = json.encoder.encode_basestring
-"""The string encoder ``json.dumps(ensure_ascii=False)`` itself uses."""
-_SLICE: Final = 4096
-"""Characters of a body encoded at a time: hashing a long body never copies it whole."""
 _SHOWN: Final = 3
 """Differing turns named in one difference."""
 
@@ -73,38 +75,18 @@ def transcript_digest(transcript: Transcript) -> str:
     the turn: ``turn_id``, ``role`` (its wire string), ``content_sha256`` (the SHA-256 hex of the
     content as UTF-8, which stands for the content), ``token_estimate``, ``tool_call_id``,
     ``pinned`` and ``metadata``; written canonically (sorted keys, no whitespace, non-ASCII as
-    is) and hashed as UTF-8. Each body is hashed once and never copied or escaped whole.
+    is) and hashed as UTF-8 (``json_digest``; the body by ``body_digest``). Each body is hashed
+    once and never copied or escaped whole.
     """
-    hasher = hashlib.sha256(b"[")
+    return json_digest(_transcript_json(transcript))
+
+
+def _transcript_json(transcript: Transcript) -> Iterator[str]:
+    """Yield the transcript's canonical description, a JSON array, one turn at a time."""
+    yield "["
     for index, turn in enumerate(transcript.turns):
-        if index:
-            hasher.update(b",")
-        hasher.update(_utf8(_turn_json(turn)))
-    hasher.update(b"]")
-    return hasher.hexdigest()
-
-
-def _utf8(text: str) -> bytes:
-    r"""Return JSON ``text`` as UTF-8, a lone surrogate as its JSON escape ``\udXXX``.
-
-    UTF-8 cannot encode a lone surrogate (``json.loads`` makes one of ``"\ud800"``); JSON text
-    then hashes as its fully escaped form would, and never raises.
-    """
-    return text.encode("utf-8", "backslashreplace")
-
-
-def _body_digest(content: str) -> str:
-    """Return the SHA-256 hex digest of a turn's body as UTF-8, a slice at a time.
-
-    A lone surrogate is encoded as its three ``surrogatepass`` bytes, which no UTF-8 text holds,
-    so no two bodies share a digest. (A masked stub's digest is another, the 0.1 line's, form.)
-    """
-    if len(content) <= _SLICE:
-        return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
-    hasher = hashlib.sha256()
-    for start in range(0, len(content), _SLICE):
-        hasher.update(content[start : start + _SLICE].encode("utf-8", "surrogatepass"))
-    return hasher.hexdigest()
+        yield "," + _turn_json(turn) if index else _turn_json(turn)
+    yield "]"
 
 
 def _turn_json(turn: TranscriptTurn) -> str:
@@ -113,11 +95,11 @@ def _turn_json(turn: TranscriptTurn) -> str:
     Written directly, not through ``json.dumps``: the call's set-up costs more than the object,
     several times the hashing on a large transcript. The tests compare it with ``json.dumps``.
     """
-    string = _ESCAPE
-    metadata = "{}" if not turn.metadata else canonical_json(dict(turn.metadata))
+    string = json_string
+    metadata = "{}" if not turn.metadata else canonical_json(turn.metadata)
     call = "null" if turn.tool_call_id is None else string(turn.tool_call_id)
     return (
-        f'{{"content_sha256":"{_body_digest(turn.content)}","metadata":{metadata}'
+        f'{{"content_sha256":"{body_digest(turn.content)}","metadata":{metadata}'
         f',"pinned":{"true" if turn.pinned else "false"},"role":"{turn.role.value}"'
         f',"token_estimate":{turn.token_estimate},"tool_call_id":{call}'
         f',"turn_id":{string(turn.turn_id)}}}'
@@ -163,7 +145,7 @@ class CompactionRecord:
             raise _refuse("plan", "a JSON object (a plan's to_dict())", self.plan)
         plan = _frozen(self.plan, "CompactionRecord.plan")
         object.__setattr__(self, "plan", plan)
-        object.__setattr__(self, "_plan_json", _canonical(plan))
+        object.__setattr__(self, "_plan_json", canonical_json(plan))
         _hex("plan_hash", self.plan_hash, _HEX64)
         if not isinstance(self.budget, CompactionBudget):
             raise _refuse("budget", "a cutctx.CompactionBudget", self.budget)
@@ -313,7 +295,7 @@ class CompactionRecord:
                 "version": self.policy_version,
                 "config": None
                 if self.policy_config is None
-                else json.loads(_canonical(self.policy_config)),
+                else json.loads(canonical_json(self.policy_config)),
             },
             "transcript_digest": self.transcript_digest,
             "format": self.format,
@@ -337,7 +319,7 @@ def _check_schema(version: object) -> None:
 
 
 def _seal_of(value: object) -> str:
-    return hashlib.sha256(_utf8(canonical_json(value))).hexdigest()[:16]
+    return canonical_digest(value)[:16]
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,7 +381,7 @@ def verify(
         raise _argument("policy", "a CompactionPolicy or None", policy, owner="verify")
     differences = list(_edited(record))
     record_json = record._plan_json
-    if _sha256(record_json) != record.plan_hash:
+    if json_digest(record_json) != record.plan_hash:
         differences.append("the record's plan_hash does not match its plan")
     digest = transcript_digest(transcript)
     if digest != record.transcript_digest:
@@ -419,7 +401,7 @@ def verify(
         )
     elif policy is not None and record.policy_config is not None:
         given = policy_config(policy)
-        if given is not None and canonical_json(given) != _canonical(record.policy_config):
+        if given is not None and canonical_json(given) != canonical_json(record.policy_config):
             differences.append("the policy's configuration differs from the record's")
     try:
         derived = chosen.decide(transcript, record.budget)
@@ -456,7 +438,7 @@ def _policy(
     try:
         config = record.policy_config
         return rebuild(
-            record.policy_name, None if config is None else json.loads(_canonical(config))
+            record.policy_name, None if config is None else json.loads(canonical_json(config))
         )
     except NotRebuildable as error:
         if edited:
@@ -538,10 +520,6 @@ def _short(value: object, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _sha256(text: str) -> str:
-    return hashlib.sha256(_utf8(text)).hexdigest()
-
-
 class _NotJson(Exception):
     """A value of ``_frozen``'s input is not JSON data; ``path`` is filled while unwinding."""
 
@@ -595,25 +573,6 @@ def _freeze(value: object) -> Any:  # noqa: ANN401 - JSON data of any shape
     if isinstance(value, str | int):
         return value
     raise _NotJson("JSON data", value)
-
-
-def _canonical(value: object) -> str:
-    """Return the canonical JSON text of ``_frozen`` data (as ``canonical_json`` writes it)."""
-    return json.dumps(
-        value,
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-        default=_plain,
-    )
-
-
-def _plain(value: object) -> dict[str, Any]:
-    """Return a read-only mapping as the dict ``json.dumps`` can write."""
-    if isinstance(value, MappingProxyType):
-        return dict(value)
-    raise TypeError(type(value).__name__)  # pragma: no cover - _frozen data holds nothing else
 
 
 def _object(value: object, where: str, keys: frozenset[str]) -> Mapping[str, Any]:

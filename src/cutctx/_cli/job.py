@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from baseaicore import sha256_of
-
 from cutctx._audit.records import CompactionRecord
 from cutctx._cli.inputs import CliError
+from cutctx._core.digest import value_digest
 from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.values import CompactionBudget, Transcript
@@ -129,8 +128,11 @@ def rebuilt_policy(record: CompactionRecord, estimator: TokenEstimator) -> Compa
 
 
 def system_digest(system: object) -> str | None:
-    """Return the digest of request-level system text (``None`` when there is none)."""
-    return None if system is None else sha256_of(system)
+    """Return the digest of request-level system text (``None`` when there is none).
+
+    It is ``baseaicore.sha256_of(system)``, and a lone surrogate in it does not make it raise.
+    """
+    return None if system is None else value_digest(system)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,6 @@ Selectors (``kinds.translate(...)``) turn the codes into one flag byte per turn,
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import TYPE_CHECKING, Final
@@ -39,7 +38,6 @@ __all__ = [
     "TOUCHED",
     "ActionTable",
     "indices",
-    "is_plain",
     "selector",
 ]
 
@@ -70,11 +68,6 @@ FOLD: Final = bytes(
     SUMMARIZE if byte == SUMMARIZE else DROP if byte == DROP else KEEP for byte in range(256)
 )
 """Codes with ``MASK`` folded into ``KEEP``: an exchange agrees when its folded codes do."""
-
-
-def is_plain(text: str) -> bool:
-    """Whether JSON writes ``text`` as it is (no quote, backslash or control character)."""
-    return json.encoder.encode_basestring(text)[1:-1] == text
 
 
 def indices(flags: bytes | bytearray) -> Iterator[int]:

@@ -20,6 +20,13 @@ from cutctx._core.actions import (
 )
 from cutctx._core.errors import PlanTranscriptMismatch, SummaryMissing
 from cutctx._core.invariants import check_plan, fixed_flags
+from cutctx._core.metadata import (
+    KIND_METADATA,
+    MASKED_KIND,
+    REPLACED_TURN_COUNT_METADATA,
+    SUMMARY_GROUP_METADATA,
+    SUMMARY_KIND,
+)
 from cutctx._core.plan import CompactionPlan, table_of
 from cutctx._core.report import CompactedTranscript, CompactionReport
 from cutctx._core.values import (
@@ -37,7 +44,7 @@ from cutctx._core.values import (
 __all__ = ["CompactionExecutor", "masked_turn", "plan_holds", "summary_turn"]
 
 _MAX_IDS = 10
-MASKED_ONLY: Mapping[str, str] = MappingProxyType({"cutctx.kind": "masked"})
+MASKED_ONLY: Mapping[str, str] = MappingProxyType({KIND_METADATA: MASKED_KIND})
 
 
 def masked_turn(turn: TranscriptTurn, content: str, token_estimate: int) -> TranscriptTurn:
@@ -45,7 +52,7 @@ def masked_turn(turn: TranscriptTurn, content: str, token_estimate: int) -> Tran
     if turn.metadata is EMPTY_METADATA:
         metadata = MASKED_ONLY  # the common case shares one read-only mapping
     else:
-        metadata = MappingProxyType({**turn.metadata, "cutctx.kind": "masked"})
+        metadata = MappingProxyType({**turn.metadata, KIND_METADATA: MASKED_KIND})
     # Every part is already valid: the turn's own fields and a stub the gate accepted.
     return trusted_turn(turn, content, token_estimate, metadata)
 
@@ -61,9 +68,9 @@ def summary_turn(group_id: str, content: str, target_tokens: int, replaced: int)
         pinned=False,
         metadata=MappingProxyType(
             {
-                "cutctx.kind": "summary",
-                "cutctx.summary_group": group_id,
-                "cutctx.replaced_turn_count": str(replaced),
+                KIND_METADATA: SUMMARY_KIND,
+                SUMMARY_GROUP_METADATA: group_id,
+                REPLACED_TURN_COUNT_METADATA: str(replaced),
             }
         ),
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import InitVar, dataclass, field
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Final
 from baseaicore import ValidationError
 
 from cutctx._core.actions import ACTIONS, ActionTable
-from cutctx._core.digest import utf8
+from cutctx._core.digest import canonical_json, json_digest, json_string
 from cutctx._core.invariants import check_plan
 from cutctx._core.values import (
     CompactionBudget,
@@ -28,29 +27,13 @@ from cutctx._core.values import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-__all__ = ["CompactionPlan", "NotCarried", "canonical_json", "plan_from_table", "table_of"]
+__all__ = ["CompactionPlan", "NotCarried", "plan_from_table", "table_of"]
 
 # An enum's ``.value`` is a descriptor call; a plan serializes one action per turn.
 _WIRE = tuple(action.value for action in ACTIONS)
-_ESCAPE = json.encoder.encode_basestring
-"""The string encoder ``json.dumps(ensure_ascii=False)`` itself uses."""
 _HEADS = tuple(f'{{"action":"{wire}","replacement":' for wire in _WIRE)
 _PIECE = 1024
 """Actions per piece of the canonical JSON that ``plan_hash`` digests."""
-
-
-def canonical_json(value: object) -> str:
-    """Serialize plain JSON data canonically: sorted keys, no whitespace, non-ASCII kept as is."""
-    # No cycle check: callers pass the fresh, acyclic trees that to_dict() builds, and the check
-    # (one id-keyed marker per container) costs more than the rest of the encoding.
-    return json.dumps(
-        value,
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-        check_circular=False,
-    )
 
 
 class NotCarried:
@@ -269,10 +252,7 @@ class CompactionPlan:
         It is a method, as in 0.1; the report's ``plan_hash`` is a field holding its value.
         """
         if self._hash is None:
-            hasher = hashlib.sha256()
-            for piece in self._json_pieces():
-                hasher.update(utf8(piece))
-            digest = hasher.hexdigest()
+            digest = json_digest(self._json_pieces())
             object.__setattr__(self, "_hash", digest)
             return digest
         return self._hash
@@ -326,7 +306,7 @@ def _actions_json(table: ActionTable, start: int, stop: int) -> list[str]:
 
     Only the actions from ``start`` to ``stop``.
     """
-    string = _ESCAPE
+    string = json_string
     stub = _quoted if table.plain_stubs else string
     return [
         f"{_HEADS[code]}"

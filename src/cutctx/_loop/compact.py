@@ -16,6 +16,7 @@ from baseaicore import ValidationError
 
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.executor import CompactionExecutor
+from cutctx._core.metadata import PRIORITY_METADATA
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import CompactionBudget, Transcript, check_count
 from cutctx._loop.ledger import pin_first
@@ -23,7 +24,7 @@ from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
-from cutctx._policies.priority import PRIORITY_METADATA, PriorityPolicy
+from cutctx._policies.priority import PriorityPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats import Binding, Format, FormatName, resolve
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from baseaicore import ValidationError
 
-from cutctx._core.actions import CODES, MASK, MASKED, ActionTable, indices, is_plain
-from cutctx._core.digest import json_string_digest
+from cutctx._core.actions import CODES, MASK, MASKED, ActionTable, indices
+from cutctx._core.digest import is_plain, json_string_digest
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.invariants import Layout, layout
 from cutctx._core.plan import CompactionPlan, plan_from_table
@@ -42,7 +42,6 @@ __all__ = [
     "Group",
     "Stub",
     "build_plan",
-    "content_digest",
     "estimator_marks",
     "stub_text",
 ]
@@ -57,17 +56,12 @@ class Group:
     prompt_id: str
 
 
-def content_digest(content: str) -> str:
-    """Return the digest a stub carries: ``baseaicore.sha256_of(content)``, as 0.1 writes it.
-
-    That is the SHA-256 of ``content`` written as a JSON string, as UTF-8, hashed a slice at a
-    time so a large body is never copied whole; it never raises (see ``json_string_digest``).
-    """
-    return json_string_digest(content)
-
-
 def stub_text(placeholder: str, token_estimate: int, digest: str) -> str:
-    """Return the text of a masked stub: the label, the original's estimate and its digest."""
+    """Return the text of a masked stub: the label, the original's estimate and its digest.
+
+    The digest is ``json_string_digest`` of the original's content (``baseaicore.sha256_of``, as
+    0.1 writes it).
+    """
     return f"{placeholder} (original: {token_estimate} tokens, sha256:{digest})"
 
 
@@ -84,7 +78,7 @@ class Stub(NamedTuple):
 
     def text(self, turn: TranscriptTurn) -> str:
         """Return the stub text for ``turn``, the digest of its content included."""
-        return stub_text(self.placeholder, turn.token_estimate, content_digest(turn.content))
+        return stub_text(self.placeholder, turn.token_estimate, json_string_digest(turn.content))
 
     def resolve(self, turn: TranscriptTurn) -> TurnReplacement:
         """Return the replacement for ``turn`` (see ``text``)."""

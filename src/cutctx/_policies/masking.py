@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 from baseaicore import ValidationError
 
+from cutctx._core.digest import json_string_digest
 from cutctx._core.estimators import CharRatioEstimator
+from cutctx._core.metadata import KIND_METADATA, MASKED_KIND, TOOL_NAME_METADATA
 from cutctx._core.values import (
     DEFAULT_PLACEHOLDER,
     EMPTY_METADATA,
@@ -29,7 +31,6 @@ from cutctx._policies.draft import (
     BuiltinPolicy,
     Draft,
     Stub,
-    content_digest,
     estimator_marks,
     keep_all,
     stub_text,
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import TokenEstimator
 
 __all__ = [
-    "TOOL_NAME_METADATA",
     "ObservationMaskingPolicy",
     "Stubber",
     "check_estimator",
@@ -51,9 +51,6 @@ __all__ = [
     "offers",
 ]
 
-MASKED_KIND: Final = "masked"
-TOOL_NAME_METADATA: Final = "cutctx.tool_name"
-"""The metadata key under which a tool result's turn names the tool that produced it."""
 _A_DIGEST: Final = "0" * 64
 """As long as a SHA-256 hex digest: all a length-only estimator needs to price a stub."""
 
@@ -172,7 +169,7 @@ class ObservationMaskingPolicy(BuiltinPolicy):
 
     def stub(self, content: str, token_estimate: int) -> str:
         """Return the stub that would replace a body of ``content`` priced at ``token_estimate``."""
-        return stub_text(self._placeholder, token_estimate, content_digest(content))
+        return stub_text(self._placeholder, token_estimate, json_string_digest(content))
 
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
         total = shape.total
@@ -239,7 +236,7 @@ class Stubber:
                 Stub(placeholder, self._estimate(stub_text(placeholder, original, _A_DIGEST))),
             )
         else:
-            stub = stub_text(placeholder, original, content_digest(turn.content))
+            stub = stub_text(placeholder, original, json_string_digest(turn.content))
             replacement = TurnReplacement(stub, self._estimate(stub))
         return replacement if replacement.token_estimate < original else None
 
@@ -263,7 +260,7 @@ def offers(
             continue
         metadata = turn.metadata
         if metadata is not EMPTY_METADATA and (
-            metadata.get("cutctx.kind") == MASKED_KIND
+            metadata.get(KIND_METADATA) == MASKED_KIND
             or (excluded and metadata.get(TOOL_NAME_METADATA) in excluded)
         ):
             continue

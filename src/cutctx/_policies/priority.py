@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 from baseaicore import ValidationError
 
+from cutctx._core.metadata import PRIORITY_METADATA
 from cutctx._core.values import (
     DEFAULT_PLACEHOLDER,
     EMPTY_METADATA,
@@ -41,10 +42,7 @@ if TYPE_CHECKING:
     from cutctx._core.invariants import Layout, Units
     from cutctx._core.protocols import TokenEstimator
 
-__all__ = ["PRIORITY_METADATA", "PriorityPolicy", "turn_priorities"]
-
-PRIORITY_METADATA: Final = "cutctx.priority"
-"""The metadata key holding a turn's priority, an integer written in decimal."""
+__all__ = ["PriorityPolicy", "turn_priorities"]
 
 _INTEGER: Final = re.compile(r"-?[0-9]+", re.ASCII)
 _MAX_NAMED = 10

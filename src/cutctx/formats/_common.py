@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 from baseaicore import ValidationError
 
 from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator, encoded_length
+from cutctx._core.metadata import PRIORITY_KEY, PRIORITY_METADATA, STICKY_KEY, TOOL_NAME_METADATA
 from cutctx._core.report import CompactedTranscript
 from cutctx._core.values import SUMMARY_TURN_ID_PREFIX, Role, Transcript, TranscriptTurn
-from cutctx._policies.masking import TOOL_NAME_METADATA
-from cutctx._policies.priority import PRIORITY_METADATA
 from cutctx.formats._images import (
     OPENAI_IMAGE_BASE_TOKENS,
     OPENAI_IMAGE_TILE_TOKENS,
@@ -86,13 +85,6 @@ def summary_text(text: str) -> str:
     """
     return f"{SUMMARY_LABEL}\n\n{text}".rstrip()
 
-
-STICKY_KEY: Final = "sticky"
-"""A message key (context-clipper's): ``true`` pins the message's turns. Never sent on."""
-
-PRIORITY_KEY: Final = "priority"
-"""A message key (context-clipper's): an integer, the priority of the message's turns
-(``cutctx.priority``). Never sent on."""
 
 _MARK_KEYS: Final = (STICKY_KEY, PRIORITY_KEY)
 
