@@ -24,7 +24,7 @@ from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.priority import PRIORITY_METADATA, PriorityPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
-from cutctx.formats._common import Binding, Pricer, shown, summary_text
+from cutctx.formats._common import Binding, Pricer, shown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -253,7 +253,7 @@ def _check_summaries(
     total = plan.tokens_after_estimate
     over: list[str] = []
     for request in plan.summarization_requests:
-        cost = pricer.framing + pricer.text(summary_text(summaries[request.group_id]))
+        cost = pricer.summary(summaries[request.group_id])
         total += cost - request.target_tokens
         if cost > request.target_tokens:
             over.append(request.group_id)

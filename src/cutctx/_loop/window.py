@@ -48,7 +48,7 @@ from cutctx._policies.draft import estimator_marks
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses
-from cutctx.formats._common import Binding, Part, Pricer, summary_text
+from cutctx.formats._common import Binding, Part, Pricer
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -619,7 +619,7 @@ class ContextWindow:
         for request in requests:
             members = sorted(folded[request.group_id])
             text = summaries[request.group_id]
-            cost = self._pricer.framing + self._pricer.text(summary_text(text))  # as rendered
+            cost = self._pricer.summary(text)  # as rendered
             group_id = group_id_for([self._turns[member].turn_id for member in members])
             groups[group_id] = _Group(
                 tuple(members), request.target_tokens, request.prompt_id, text, cost
@@ -974,7 +974,7 @@ class ContextWindow:
         for group in saved["groups"]:
             members = tuple(index_of[turn_id] for turn_id in group["turn_ids"])
             text = group["text"]
-            cost = self._pricer.framing + self._pricer.text(summary_text(text))  # as rendered
+            cost = self._pricer.summary(text)  # as rendered
             group_id = group_id_for(list(group["turn_ids"]))
             for member in members:
                 self._kinds[member] = Action.SUMMARIZE
