@@ -48,8 +48,10 @@ def _image_part(draw: st.DrawFn) -> dict[str, Any]:
 def chat_conversations(  # noqa: PLR0912 - one branch per kind of message
     draw: st.DrawFn, max_events: int = 8
 ) -> list[dict[str, Any]]:
-    """A Chat Completions conversation."""
+    """A Chat Completions conversation; in some, every exchange numbers its calls from
+    ``call_0`` (as some OpenAI-compatible servers do)."""
     messages: list[dict[str, Any]] = []
+    reuse = draw(st.booleans())
     if draw(st.booleans()):
         messages.append(
             {"role": draw(st.sampled_from(["system", "developer"])), "content": draw(texts())}
@@ -79,7 +81,7 @@ def chat_conversations(  # noqa: PLR0912 - one branch per kind of message
             messages.append({"role": "developer", "content": draw(texts(40))})
         else:
             count = draw(st.integers(1, 3))
-            ids = [f"call_{call + k}" for k in range(count)]
+            ids = [f"call_{k if reuse else call + k}" for k in range(count)]
             call += count
             messages.append(
                 {

@@ -29,14 +29,14 @@ def _no_content(content: object) -> bool:
 
 
 def chat_problems(messages: list[dict[str, Any]]) -> list[str]:
-    """Chat Completions: known roles; user messages have content; every call id is used once;
-    tool messages answer, right after it, every call of the assistant message before them, each
-    exactly once."""
+    """Chat Completions: known roles; user messages have content; an assistant message names
+    each call id once; tool messages answer, right after it, every call of the assistant message
+    before them, each exactly once. A later exchange may use an id again (servers that number
+    their calls from ``call_0`` in every turn do)."""
     problems: list[str] = []
     if not messages:
         problems.append("no messages")
     waiting: set[str] = set()
-    used: set[str] = set()
     for index, message in enumerate(messages):
         role = message.get("role")
         if role not in ("system", "developer", "user", "assistant", "tool"):
@@ -53,10 +53,10 @@ def chat_problems(messages: list[dict[str, Any]]) -> list[str]:
             problems.append(f"{index}: calls {sorted(waiting)} left unanswered")
             waiting = set()
         if role == "assistant":
-            waiting = {call["id"] for call in message.get("tool_calls") or []}
-            if waiting & used:
-                problems.append(f"{index}: call ids {sorted(waiting & used)} used before")
-            used |= waiting
+            ids = [call["id"] for call in message.get("tool_calls") or []]
+            if len(set(ids)) != len(ids):
+                problems.append(f"{index}: one message names a call id twice")
+            waiting = set(ids)
     if waiting:
         problems.append(f"end: calls {sorted(waiting)} left unanswered")
     return problems
@@ -379,8 +379,10 @@ def openai_image(url: str, detail: str | None) -> int:
 def chat_tokens(
     messages: list[dict[str, Any]], encode: Encode, framing: int, system: str | None = None
 ) -> int:
-    """Chat Completions pricing: framing per message and per call, every text, name, refusal,
-    call name and arguments by the tokenizer, media by the documented constants."""
+    """Chat Completions pricing: framing per message and per call, every text, role, name (and
+    1 more for it), refusal, call name and arguments by the tokenizer, media by the documented
+    constants. A tool message's role is priced with the call it answers. The reply's priming is
+    the request's, not the messages': ``CHAT_REPLY_PRIMING`` more."""
 
     def count(text: str) -> int:
         return len(encode(text))
@@ -405,16 +407,25 @@ def chat_tokens(
                 total += count(json.dumps(part, ensure_ascii=False, separators=(",", ":")))
         return total
 
-    total = framing + count(system) if system is not None else 0
+    total = framing + count("system") + count(system) if system is not None else 0
     for message in messages:
         total += framing + content(message.get("content"))
-        for key in ("name", "refusal"):
-            if message.get(key) is not None:
-                total += count(message[key])
+        if message["role"] == "tool":
+            continue
+        total += count(message["role"])
+        if message.get("name") is not None:
+            total += count(message["name"]) + 1
+        if message.get("refusal") is not None:
+            total += count(message["refusal"])
         for call in message.get("tool_calls") or []:
             body = call.get("function") or call.get("custom")
             total += framing + count(body["name"]) + count(body.get("arguments", body.get("input")))
+            total += count("tool")
     return total
+
+
+CHAT_REPLY_PRIMING = 3
+"""What every Chat Completions request adds for the reply (``<|start|>assistant<|message|>``)."""
 
 
 def responses_tokens(

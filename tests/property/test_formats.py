@@ -58,6 +58,7 @@ class Format:
     systems: st.SearchStrategy[Any]
     problems: Any
     tokens: Any
+    overhead: int = 0  # what count_tokens adds per request with a tokenizer
 
     def check(self, out: list[dict[str, Any]], original: list[dict[str, Any]]) -> list[str]:
         if self.module is openai_chat:
@@ -72,6 +73,7 @@ FORMATS = {
         st.none() | fs.texts(),
         fv.chat_problems,
         fv.chat_tokens,
+        fv.CHAT_REPLY_PRIMING,
     ),
     "openai_responses": Format(
         openai_responses,
@@ -179,7 +181,9 @@ class TestFormatProperties:
     ) -> None:
         """Catches any cost the estimates miss (framing, calls, stubs, merged or filler messages,
         summaries): counted on the formatted output by the independent counter with tiktoken's
-        cl100k, a plan that says it fits is within its budget, and never above its estimate."""
+        cl100k, a plan that says it fits is within its budget, and never above its estimate.
+        The messages are counted: a request's own overhead (Chat's reply priming) is no
+        message's, and a budget leaves room for it."""
         fmt = FORMATS[name]
         messages = data.draw(fmt.conversations)
         system = data.draw(fmt.systems)
@@ -222,7 +226,7 @@ class TestFormatProperties:
         fmt = FORMATS[name]
         messages = data.draw(fmt.conversations)
         system = data.draw(fmt.systems)
-        expected = fmt.tokens(messages, ENCODING.encode, FRAMING, system)
+        expected = fmt.tokens(messages, ENCODING.encode, FRAMING, system) + fmt.overhead
         assert fmt.module.count_tokens(messages, estimator=CL100K, system=system) == expected
 
     @given(data=st.data())
@@ -236,7 +240,7 @@ class TestFormatProperties:
         messages = data.draw(fmt.conversations)
         cut = data.draw(st.integers(0, len(messages)))
         prefix = messages[:cut]
-        expected = fmt.tokens(prefix, ENCODING.encode, FRAMING, None)
+        expected = fmt.tokens(prefix, ENCODING.encode, FRAMING, None) + fmt.overhead
         assert fmt.module.count_tokens(prefix, estimator=CL100K) == expected
 
     @given(data=st.data())

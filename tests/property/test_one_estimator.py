@@ -5,9 +5,10 @@ For each format, each estimator (a real tokenizer with framing, two character ra
 built-in chain or policy that prices text, built with that estimator: whenever the plan says
 ``budget_unmet=False``, ``count_tokens(output, estimator=E)`` is within the budget, less any
 tokens by which a summary overran its target (the caller's summarizer is the only thing the plan
-cannot price). Would catch: a chain member that prices stubs with another estimator (the
-4-characters-per-token stubs of a default chain under a real tokenizer), framing the estimates
-leave out, a stub or summary priced below what the format emits.
+cannot price) and the request's own overhead (Chat's reply priming, which is no message's).
+Would catch: a chain member that prices stubs with another estimator (the 4-characters-per-token
+stubs of a default chain under a real tokenizer), framing or roles the estimates leave out, a
+stub or summary priced below what the format emits.
 """
 
 from __future__ import annotations
@@ -72,6 +73,18 @@ FORMATS: dict[str, tuple[ModuleType, st.SearchStrategy[list[dict[str, Any]]], An
 }
 
 
+def overhead(module: ModuleType, estimator: TokenEstimator) -> int:
+    """What count_tokens adds to a request beyond its messages: Chat's reply priming."""
+    return openai_chat.request_overhead(estimator) if module is openai_chat else 0
+
+
+def summary_role(module: ModuleType, estimator: TokenEstimator) -> int:
+    """What a rendered summary's role costs: Chat prices its user message's role."""
+    if module is openai_chat and isinstance(estimator, TokenizerEstimator):
+        return len(ENCODING.encode("user"))
+    return 0
+
+
 def summary_for(target: int, estimator: TokenEstimator) -> str:
     """A summary text that costs at most ``target`` as a message, where one can."""
     if isinstance(estimator, TokenizerEstimator):
@@ -105,10 +118,11 @@ def test_a_plan_that_fits_fits_when_its_output_is_counted_with_the_same_estimato
         text = summary_for(request.target_tokens, chosen)
         summaries[request.group_id] = text
         # A summary is sent as a labelled message: the label is part of what it costs.
-        overrun += max(0, chosen.estimate_tokens(summary_text(text)) - request.target_tokens)
+        cost = chosen.estimate_tokens(summary_text(text)) + summary_role(module, chosen)
+        overrun += max(0, cost - request.target_tokens)
     view = CompactionExecutor().apply(transcript, plan, summaries)
     out = module.from_transcript(view, binding)
-    counted = module.count_tokens(out, estimator=chosen, system=system)
+    counted = module.count_tokens(out, estimator=chosen, system=system) - overhead(module, chosen)
     if not plan.budget_unmet:
         assert counted <= budget.max_tokens + overrun
     assert counted <= plan.tokens_after_estimate + overrun

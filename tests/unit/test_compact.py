@@ -26,7 +26,8 @@ from tests.unit.formats.helpers import WORDS
 
 
 def chat(turns: int) -> list[dict[str, Any]]:
-    """A system prompt, then user/assistant pairs of ten words each (13 tokens with framing)."""
+    """A system prompt, then user/assistant pairs of ten words each (14 tokens with framing and
+    role)."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
     for index in range(turns):
         role = "user" if index % 2 == 0 else "assistant"
@@ -57,7 +58,7 @@ class TestCompactMessages:
             calls.append((request, tuple(turns)))
             return "Earlier: chat."
 
-        messages = chat(8)  # 5 + 8 * 13 = 109 tokens
+        messages = chat(8)  # 6 + 8 * 14 = 118 tokens
         done = compact_messages(
             messages,
             max_tokens=70,
@@ -74,9 +75,10 @@ class TestCompactMessages:
             "chain(observation_masking@1.0.0+summarizing@1.0.0+observation_masking@1.0.0"
             "+drop_oldest@1.0.0)"
         )
-        # span of 6 x 13 = 78 tokens -> target round(15.6) = 16; 5 + 16 + 26 = 47
-        assert done.plan.tokens_after_estimate == 47
-        # the summary is a labelled user message: 3 + 11 label words + 2 = 16, its target
+        # span of 6 x 14 = 84 tokens -> target round(16.8) = 17; 6 + 17 + 28 = 51
+        assert done.plan.tokens_after_estimate == 51
+        # the summary is a labelled user message: 3 + 1 (its role) + 11 label words + 2 = 17,
+        # its target
         assert done.messages == [
             messages[0],
             {"role": "user", "content": f"{SUMMARY_LABEL}\n\nEarlier: chat."},
@@ -108,8 +110,8 @@ class TestCompactMessages:
                 summarize=verbose,
                 protected_recent_turns=2,
             )
-        # the plan's 47, less the target of 16, plus the 3 + 11 + 40 = 54 the summary costs
-        assert caught.value.details["tokens_needed"] == 85
+        # the plan's 51, less the target of 17, plus the 3 + 1 + 11 + 40 = 55 the summary costs
+        assert caught.value.details["tokens_needed"] == 89
         assert len(caught.value.details["group_ids"]) == 1
 
     def test_a_summary_over_its_target_is_accepted_while_the_whole_still_fits(self) -> None:
@@ -121,7 +123,7 @@ class TestCompactMessages:
             summarize=lambda _request, _turns: "word " * 20,
             protected_recent_turns=2,
         )
-        # 47 - 16 + (3 + 11 + 20) = 65, within 70
+        # 51 - 17 + (3 + 1 + 11 + 20) = 69, within 70
         assert done.messages[1] == {
             "role": "user",
             "content": f"{SUMMARY_LABEL}\n\n" + ("word " * 20).rstrip(),

@@ -1,7 +1,8 @@
 """``compact_messages`` in priority mode: context-clipper's message keys and their callables.
 
-Counts use the word tokenizer of the format tests (3 tokens of framing a message, a tool call
-framed again): the quickstart below costs 9 + 9 + 9 + 10 + 9 + 7 = 53 tokens.
+Counts use the word tokenizer of the format tests (3 tokens of framing and 1 of role a message,
+a tool call framed again and priced with its answer's role): the quickstart below costs
+10 + 10 + 10 + 12 + 9 + 8 = 59 tokens, and a request 3 more (the reply's priming).
 """
 
 from __future__ import annotations
@@ -66,16 +67,16 @@ class TestPriorityMode:
             protected_recent_turns=1,
         )
         assert done.report.dropped_turn_ids == ("m3", "m4")
-        assert (done.plan.policy_name, done.plan.tokens_after_estimate) == ("priority", 34)
+        assert (done.plan.policy_name, done.plan.tokens_after_estimate) == ("priority", 38)
         assert done.messages == [plain(QUICKSTART[i]) for i in (0, 1, 2, 5)]
         assert not any("sticky" in m or "priority" in m for m in done.messages)
         assert before == QUICKSTART
-        assert openai_chat.count_tokens(done.messages, estimator=WORDS) == 34
+        assert openai_chat.count_tokens(done.messages, estimator=WORDS) == 38 + 3
 
     def test_like_pack_it_goes_on_level_by_level_and_never_sheds_the_sticky_prompt(
         self,
     ) -> None:
-        # No protected tail, as context-clipper's pack: level 0 (19) -> 34, level 1 -> 16.
+        # No protected tail, as context-clipper's pack: level 0 (21) -> 38, level 1 -> 18.
         done = compact_messages(
             QUICKSTART,
             max_tokens=20,
@@ -84,11 +85,11 @@ class TestPriorityMode:
             protected_recent_turns=0,
         )
         assert done.messages == [plain(QUICKSTART[0]), plain(QUICKSTART[5])]
-        assert done.plan.tokens_after_estimate == 16
+        assert done.plan.tokens_after_estimate == 18
         # At exactly the sticky prompt's price, only the prompt is left.
         done = compact_messages(
             QUICKSTART,
-            max_tokens=9,
+            max_tokens=10,
             format="openai_chat",
             estimator=WORDS,
             protected_recent_turns=0,
@@ -135,14 +136,14 @@ class TestPriorityMode:
         messages = copy.deepcopy(QUICKSTART)
         messages[4]["content"] = "Error: timed out. " + "trace " * 60  # 3 + 63 = 66 tokens
         done = compact_messages(
-            messages, max_tokens=60, format="openai_chat", estimator=WORDS, protected_recent_turns=1
+            messages, max_tokens=62, format="openai_chat", estimator=WORDS, protected_recent_turns=1
         )
-        # 110 tokens; the stub costs 9 words + 3 = 12: 110 - 54 = 56 fits, nothing is dropped.
+        # 116 tokens; the stub costs 9 words + 3 = 12: 116 - 54 = 62 fits, nothing is dropped.
         assert done.report.masked_turn_ids == ("m4",)
         assert done.report.dropped_turn_ids == ()
         assert done.messages[4]["content"].startswith("[tool result masked by cutctx]")
         assert "priority" not in done.messages[4]
-        assert openai_chat.count_tokens(done.messages, estimator=WORDS) == 56
+        assert openai_chat.count_tokens(done.messages, estimator=WORDS) == 62 + 3
 
     def test_a_policy_given_wins_over_priority_mode_and_the_keys_still_stay_home(self) -> None:
         done = compact_messages(

@@ -17,7 +17,12 @@ from cutctx._core.digest import value_digest
 from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.values import CompactionBudget, Transcript
-from cutctx._loop.compact import default_messages_policy, is_prioritized, pin_first_messages, priority_policy
+from cutctx._loop.compact import (
+    default_messages_policy,
+    is_prioritized,
+    pin_first_messages,
+    priority_policy,
+)
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx.formats import anthropic, openai_chat, openai_responses

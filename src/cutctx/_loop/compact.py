@@ -230,7 +230,11 @@ class _Job:
         )
         if keep_first:
             transcript = pin_first_messages(transcript, binding, keep_first)
-        budget = CompactionBudget(max_tokens, protected_recent_turns)
+        # The messages' budget leaves room for what the request costs beyond them.
+        room = check_count("compact_messages", "max_tokens", max_tokens)
+        budget = CompactionBudget(
+            max(0, room - fmt.request_overhead(chosen)), protected_recent_turns
+        )
         if policy is None:
             policy = (
                 priority_policy(chosen)

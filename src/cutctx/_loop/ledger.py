@@ -86,7 +86,14 @@ class Ledger:
     def __init__(self, fmt: Format[Any], settings: Settings) -> None:
         self.fmt = fmt
         self.settings = settings
-        self.head = fmt.head(settings.system, estimator=settings.estimator)
+        # What a request costs beyond its messages (a reply's priming) is held as one more
+        # pinned turn that is never rendered, so every budget leaves room for it.
+        overhead = fmt.request_overhead(settings.estimator)
+        extra = (TranscriptTurn("request", Role.SYSTEM, "", overhead, pinned=True),)
+        self.head = (
+            *fmt.head(settings.system, estimator=settings.estimator),
+            *(extra if overhead else ()),
+        )
         self.clear()
 
     def clear(self) -> None:

@@ -205,24 +205,37 @@ class Pricer:
     """Prices the pieces of a message with one estimator.
 
     With a ``TokenizerEstimator`` a text costs ``len(encode(text))`` and every message (and every
-    tool call) adds the estimator's ``per_message`` framing. Any other estimator prices a text by
-    ``estimate_tokens`` and adds no framing, so a one-text message always costs exactly
-    ``estimator.estimate_tokens(text)`` — the price a masking stub is given.
+    tool call) adds the estimator's ``per_message`` framing; in a format that prices roles
+    (``roles``: Chat Completions) a message's role costs its tokens too. Any other estimator
+    prices a text by ``estimate_tokens`` and adds no framing and no role, so a one-text message
+    always costs exactly ``estimator.estimate_tokens(text)`` — the price a masking stub is given.
     """
 
     estimator: TokenEstimator
     framing: int
+    roles: bool = False
 
     @classmethod
-    def of(cls, fmt: str, estimator: object) -> Pricer:
-        """Return the pricer for ``estimator`` (``CharRatioEstimator()`` when ``None``)."""
+    def of(cls, fmt: str, estimator: object, *, roles: bool = False) -> Pricer:
+        """Return the pricer for ``estimator`` (``CharRatioEstimator()`` when ``None``).
+
+        ``roles``: the format's messages, with a tokenizer, also cost their role's tokens.
+        """
         if estimator is None:
             return cls(CharRatioEstimator(), 0)
         if isinstance(estimator, TokenizerEstimator):
-            return cls(estimator, estimator.per_message)
+            return cls(estimator, estimator.per_message, roles)
         if not callable(getattr(estimator, "estimate_tokens", None)):
             raise fail(fmt, None, "estimator must have estimate_tokens(text) -> int")
         return cls(estimator, 0)  # type: ignore[arg-type]
+
+    def role(self, role: str) -> int:
+        """Return what a message's ``role`` costs: its tokens where roles are priced, else 0."""
+        return self.text(role) if self.roles else 0
+
+    def summary(self, text: str) -> int:
+        """Return what a summary costs as rendered: a user-side message of ``summary_text``."""
+        return self.framing + self.role("user") + self.text(summary_text(text))
 
     def text(self, text: str) -> int:
         """Return the tokens of ``text`` without framing."""

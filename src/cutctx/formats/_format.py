@@ -18,7 +18,6 @@ from cutctx.formats._common import (
     Binding,
     Part,
     Pricer,
-    summary_text,
     system_text,
     system_turn,
 )
@@ -111,11 +110,15 @@ class Format[M](ABC):
             ValidationError: for a binding of another format or a view it cannot have produced.
         """
 
+    def pricer(self, estimator: TokenEstimator | None) -> Pricer:
+        """Return the pricer of this format's pieces with ``estimator``."""
+        return Pricer.of(self.name, estimator)
+
     def head(self, system: object, *, estimator: TokenEstimator) -> tuple[TranscriptTurn, ...]:
         """Return the pinned turns that stand for request-level ``system=`` (never rendered)."""
-        pricer = Pricer.of(self.name, estimator)
+        pricer = self.pricer(estimator)
         read = system_text(self.name, system, pricer)
-        return () if read is None else (system_turn(*read),)
+        return () if read is None else (system_turn(read[0], read[1] + pricer.role("system")),)
 
     def settled(self, message: Mapping[str, Any]) -> bool:
         """Whether ``message``, last in a history, keeps its turns when more messages come."""
@@ -124,8 +127,7 @@ class Format[M](ABC):
 
     def price_summary(self, text: str, *, estimator: TokenEstimator) -> int:
         """Return what a summary with ``text`` costs as this format renders it."""
-        pricer = Pricer.of(self.name, estimator)
-        return pricer.framing + pricer.text(summary_text(text))
+        return self.pricer(estimator).summary(text)
 
     def request_overhead(self, estimator: TokenEstimator) -> int:
         """Return the tokens a request costs beyond its messages (none by default)."""
@@ -150,7 +152,7 @@ class Format[M](ABC):
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> tuple[Transcript, Binding[M]]:
         """Return the transcript of ``messages`` (and ``system``) and the binding back."""
-        pricer = Pricer.of(self.name, estimator)
+        pricer = self.pricer(estimator)
         head = self.head(system, estimator=pricer.estimator)
         read = self.scan(messages, estimator=pricer.estimator, priority=priority, pin=pin)
         parts = {turn.turn_id: Part(turn, -1, None, maskable=False, siblings=1) for turn in head}
@@ -172,10 +174,9 @@ class Format[M](ABC):
         system: object = None,
     ) -> int:
         """Return what ``messages`` (and ``system``) cost as one request."""
-        pricer = Pricer.of(self.name, estimator)
+        pricer = self.pricer(estimator)
         transcript, _ = self.to_transcript(messages, estimator=pricer.estimator, system=system)
         return transcript.token_estimate() + self.request_overhead(pricer.estimator)
 
     def __repr__(self) -> str:
         return f"<cutctx format {self.name!r}>"
-

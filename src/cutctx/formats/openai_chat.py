@@ -4,7 +4,9 @@ One turn per message, with ids ``m0``, ``m1``, ... by position. ``system`` and `
 messages are ``SYSTEM`` turns (untouchable); an assistant message with ``tool_calls`` and the
 ``tool`` messages answering it share one ``tool_call_id`` (the turn id of the assistant message),
 so every plan keeps, masks, summarizes or drops them as one exchange. Only a ``tool`` message's
-body is ever masked. See ``docs/formats/openai_chat.md`` for the pricing rules.
+body is ever masked. A call id may come back in a later exchange (servers that number calls
+``call_0``, ``call_1``, ... in every turn): a tool message answers the call of that id in the
+assistant message just before it. See ``docs/formats/openai_chat.md`` for the pricing rules.
 
 >>> transcript, binding = to_transcript([{"role": "user", "content": "hi"}])
 >>> transcript.turn_ids(), from_transcript(transcript, binding)
@@ -16,6 +18,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from cutctx._core.estimators import TokenizerEstimator
 from cutctx._core.values import Role, Transcript, TranscriptTurn
 from cutctx.formats._common import (
     AUDIO_TOKENS,
@@ -49,9 +52,30 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
 
-__all__ = ["FORMAT", "OPENAI_CHAT", "count_tokens", "from_transcript", "to_transcript"]
+__all__ = [
+    "FORMAT",
+    "OPENAI_CHAT",
+    "REPLY_PRIMING_TOKENS",
+    "count_tokens",
+    "from_transcript",
+    "request_overhead",
+    "to_transcript",
+]
 
 FORMAT: Final = "openai_chat"
+
+REPLY_PRIMING_TOKENS: Final = 3
+"""What every request adds, with a tokenizer, for the reply's priming
+(``<|start|>assistant<|message|>``, OpenAI's ``num_tokens_from_messages``): a cost of the
+request, not of any message, so no turn carries it.
+
+.. versionadded:: 0.2.0
+"""
+
+_NAME_TOKENS: Final = 1
+"""What a ``name`` adds, with a tokenizer, besides its own tokens (OpenAI's ``tokens_per_name``)."""
+
+_TOOL_ROLE: Final = "tool"
 
 _ROLES: Final = {
     "system": Role.SYSTEM,
@@ -70,6 +94,12 @@ class _OpenAIChat(Format[Message]):
     @property
     def name(self) -> str:
         return FORMAT
+
+    def pricer(self, estimator: TokenEstimator | None) -> Pricer:
+        return Pricer.of(FORMAT, estimator, roles=True)
+
+    def request_overhead(self, estimator: TokenEstimator) -> int:
+        return request_overhead(estimator)
 
     def scan(
         self,
@@ -110,7 +140,7 @@ class _OpenAIChat(Format[Message]):
         estimator: TokenEstimator | None = None,
         system: object = None,
     ) -> int:
-        pricer = Pricer.of(FORMAT, estimator)
+        pricer = self.pricer(estimator)
         head = self.head(system, estimator=pricer.estimator)
         read = _build(messages, pricer.estimator, strict=False)
         return sum(turn.token_estimate for turn in (*head, *read.turns)) + self.request_overhead(
@@ -144,10 +174,15 @@ def to_transcript[M: Message](
     Raises:
         ValidationError: naming the message ``index`` in ``details`` for a non-list, a message
             that is not an object, an unknown role, a tool message whose call is missing, a
-            tool call without its answer, a call id used by two calls, a user message with no
-            content, or a field of the wrong type.
+            tool call without its answer, one assistant message repeating a call id in its
+            ``tool_calls``, a user message with no content, or a field of the wrong type. A
+            call id an earlier exchange used is no error.
 
     .. versionadded:: 0.1.0
+    .. versionchanged:: 0.2.0
+       With a ``TokenizerEstimator`` a message's price holds its role's tokens (a tool
+       message's, its call's) and a ``name`` adds 1; a call id reused by a later exchange is
+       accepted.
     """
     made = OPENAI_CHAT.to_transcript(
         messages, estimator=estimator, system=system, priority=priority, pin=pin
@@ -165,12 +200,11 @@ def _build(  # noqa: PLR0912, PLR0915 - one branch per provider rule
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> Scanned[Message]:
     """Read the messages after ``offset`` earlier ones; without ``strict`` only field shapes."""
-    pricer = Pricer.of(FORMAT, estimator)
+    pricer = Pricer.of(FORMAT, estimator, roles=True)
     items = check_messages(FORMAT, messages, offset)
     turns: list[TranscriptTurn] = []
     parts: dict[str, Part] = {}
     pending: set[str] = set()
-    seen: dict[str, int] = {}  # every call id -> the message that made it
     names: dict[str, str] = {}  # the open calls' tool names, by call id
     tool_names: dict[str, str] = {}  # a tool message's turn id -> its call's tool name
     opener, key = -1, ""
@@ -188,7 +222,7 @@ def _build(  # noqa: PLR0912, PLR0915 - one branch per provider rule
         turn_id = f"m{index}"
         text, cost = _content(pricer, index, message.get("content"))
         call_key: str | None = None
-        if kind is Role.TOOL:
+        if kind is Role.TOOL:  # its role is priced with its call (see ``_calls``)
             call_id = text_field(FORMAT, index, message.get("tool_call_id"), "tool_call_id")
             if call_id in pending:
                 pending.discard(call_id)
@@ -204,13 +238,11 @@ def _build(  # noqa: PLR0912, PLR0915 - one branch per provider rule
                 )
         else:
             texts = [text] if text else []
-            cost += _optional_text(pricer, index, message, "name", texts=None)
+            cost += pricer.role(str(role)) + _name(pricer, index, message)
             if kind is Role.ASSISTANT:
                 cost += _optional_text(pricer, index, message, "refusal", texts=texts)
                 names, call_cost = _calls(pricer, index, message.get("tool_calls"), texts)
                 cost += call_cost
-                if strict:
-                    _check_unique(index, list(names), seen)
                 if names:
                     pending, opener, key = set(names), index, turn_id
                     call_key = turn_id
@@ -251,30 +283,45 @@ def count_tokens(
 ) -> int:
     """Return what ``messages`` (and ``system``) cost under this format's pricing rules.
 
-    Counting needs no valid request: a partial history (a tool call still waiting for its
-    answer) is priced message by message.
+    That is the sum of their turns' estimates plus ``request_overhead(estimator)``: with a
+    ``TokenizerEstimator`` the reply's priming, so plain-text messages cost exactly what
+    OpenAI's ``num_tokens_from_messages`` counts. Counting needs no valid request: a partial
+    history (a tool call still waiting for its answer) is priced message by message.
 
     >>> count_tokens([{"role": "user", "content": "twelve chars"}])
     3
 
     Raises:
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
+
+    .. versionchanged:: 0.2.0
+       With a ``TokenizerEstimator``: the roles, 1 per ``name`` and the reply's priming.
     """
     return OPENAI_CHAT.count_tokens(messages, estimator=estimator, system=system)
 
 
-def _check_unique(index: int, ids: list[str], seen: dict[str, int]) -> None:
-    """Raise for a call id that an earlier message already used."""
-    for call_id in ids:
-        if call_id in seen:
-            raise fail(
-                FORMAT,
-                index,
-                f"the call id {call_id!r:.60} is used by two calls",
-                call_id=call_id,
-                first_index=seen[call_id],
-            )
-        seen[call_id] = index
+def request_overhead(estimator: TokenEstimator | None = None) -> int:
+    """Return what a request costs beyond its messages: the tokens no turn carries.
+
+    ``REPLY_PRIMING_TOKENS`` with a ``TokenizerEstimator``, 0 with any other estimator (the
+    character default prices no framing). A budget for the messages is the context window
+    less this.
+
+    >>> request_overhead()
+    0
+
+    .. versionadded:: 0.2.0
+    """
+    return REPLY_PRIMING_TOKENS if isinstance(estimator, TokenizerEstimator) else 0
+
+
+def _name(pricer: Pricer, index: int, message: dict[str, Any]) -> int:
+    """Return the price of a message's ``name``: its tokens, and 1 more with a tokenizer."""
+    value = message.get("name")
+    if value is None:
+        return 0
+    cost = pricer.text(text_field(FORMAT, index, value, "name"))
+    return cost + _NAME_TOKENS if pricer.roles else cost
 
 
 def _unanswered(opener: int, pending: set[str]) -> Exception:
@@ -293,13 +340,13 @@ def _optional_text(
     message: dict[str, Any],
     name: str,
     *,
-    texts: list[str] | None,
+    texts: list[str],
 ) -> int:
     value = message.get(name)
     if value is None:
         return 0
     text = text_field(FORMAT, index, value, name)
-    if texts is not None and text:
+    if text:
         texts.append(text)
     return pricer.text(text)
 
@@ -340,6 +387,8 @@ def _calls(
 ) -> tuple[dict[str, str], int]:
     """Read and price an assistant message's ``tool_calls``: framing, name and arguments each.
 
+    With a tokenizer each call also carries the role tokens of the tool message answering
+    it, so that message costs its framing and body alone, as a masking stub is priced.
     Returns each call's tool name by its id, in order, and the price.
     """
     if calls is None:
@@ -348,6 +397,7 @@ def _calls(
         raise fail(FORMAT, index, f"tool_calls must be a list, got {type(calls).__name__}")
     ids: dict[str, str] = {}
     cost = 0
+    answer = pricer.role(_TOOL_ROLE)
     for position, value in enumerate(calls):
         where = f"tool_calls[{position}]"
         call = check_dict(FORMAT, index, value, where)
@@ -366,6 +416,6 @@ def _calls(
         name = text_field(FORMAT, index, body.get("name"), f"{where}.{kind}.name")
         arguments = text_field(FORMAT, index, body.get(argument), f"{where}.{kind}.{argument}")
         ids[call_id] = name
-        cost += pricer.framing + pricer.text(name) + pricer.text(arguments)
+        cost += pricer.framing + pricer.text(name) + pricer.text(arguments) + answer
         texts.append(f"[tool call {name} {arguments}]")
     return ids, cost

