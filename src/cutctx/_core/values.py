@@ -219,9 +219,6 @@ class Transcript:
     compacted view is an ordinary transcript: it can be planned over again, its summary turns
     included.
 
-    .. versionchanged:: 0.1.0
-       ``turns`` defaults to ``()``, as in 0.1.
-
     Raises:
         ValidationError: if ``turns`` is not a sequence of ``TranscriptTurn`` or two turns share
             an id.
