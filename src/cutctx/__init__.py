@@ -70,8 +70,7 @@ from cutctx._policies.drop import DropOldestPolicy as DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy as ObservationMaskingPolicy
 from cutctx._policies.priority import PriorityPolicy as PriorityPolicy
 from cutctx._policies.summarizing import SummarizingPolicy as SummarizingPolicy
-
-__version__ = "0.1.0"
+from cutctx._version import __version__ as __version__
 
 __all__ = [
     "DEFAULT_PLACEHOLDER",

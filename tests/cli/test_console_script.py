@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cutctx import compact_messages
+from cutctx import __version__, compact_messages
 from cutctx.formats import openai_chat
 from tests.cli_cases import anthropic_body, chat_messages, write_json, write_jsonl
 
@@ -50,7 +50,7 @@ class TestConsoleScript:
         messages = chat_messages()
         path = write_json(tmp_path / "chat.json", messages)
         done = cutctx("plan", str(path), "--max-tokens", "700")
-        plan = compact_messages(messages, max_tokens=700, format="openai_chat").plan
+        plan = compact_messages(messages, max_tokens=700, format="openai_chat", keep_first=1).plan
         assert (done.returncode, done.stderr) == (0, "")
         assert done.stdout.splitlines()[0].split() == [
             "index",
@@ -69,7 +69,11 @@ class TestConsoleScript:
         done = cutctx("compact", str(path), "--max-tokens", "700")
         result = json.loads(done.stdout)
         expected = compact_messages(
-            body["messages"], max_tokens=700, format="anthropic", system=body["system"]
+            body["messages"],
+            max_tokens=700,
+            format="anthropic",
+            keep_first=1,
+            system=body["system"],
         )
         assert done.returncode == 0
         assert {k: v for k, v in result.items() if k != "messages"} == {
@@ -83,7 +87,9 @@ class TestConsoleScript:
         messages = chat_messages()
         lines = "".join(json.dumps(m) + "\n" for m in messages)
         done = cutctx("compact", "-", "--max-tokens", "700", stdin=lines)
-        expected = compact_messages(messages, max_tokens=700, format="openai_chat").messages
+        expected = compact_messages(
+            messages, max_tokens=700, format="openai_chat", keep_first=1
+        ).messages
         assert done.returncode == 0
         assert [json.loads(line) for line in done.stdout.splitlines()] == expected
 
@@ -97,10 +103,14 @@ class TestConsoleScript:
         assert done.returncode == 0
         assert done.stderr.count("\n") == 2  # one summary line each; no progress off a terminal
         assert json.loads((out / "a.json").read_text("utf-8")) == (
-            compact_messages(chat_messages(), max_tokens=700, format="openai_chat").messages
+            compact_messages(
+                chat_messages(), max_tokens=700, format="openai_chat", keep_first=1
+            ).messages
         )
         assert len((out / "b.jsonl").read_text("utf-8").splitlines()) == len(
-            compact_messages(chat_messages(2), max_tokens=700, format="openai_chat").messages
+            compact_messages(
+                chat_messages(2), max_tokens=700, format="openai_chat", keep_first=1
+            ).messages
         )
 
     def test_the_html_page_is_self_contained(self, tmp_path: Path) -> None:
@@ -182,6 +192,10 @@ class TestConsoleScript:
         )
         assert module.returncode == 0
         assert module.stdout == cutctx("stats", str(path)).stdout
+
+    def test_version_prints_the_packages_version(self) -> None:
+        done = cutctx("--version")
+        assert (done.returncode, done.stdout, done.stderr) == (0, f"cutctx {__version__}\n", "")
 
     def test_the_shipped_session_masks_and_drops_at_a_sensible_budget(self) -> None:
         done = cutctx("plan", str(ROOT / "examples" / "agent-session.json"), "--max-tokens", "2000")

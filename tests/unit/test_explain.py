@@ -99,6 +99,22 @@ class TestExplain:
         reason = f"summarized in group {request.group_id} (3 turns, 550 → 55 tokens)"
         assert explain(plan, TRANSCRIPT, budget)[1:4] == (reason, reason, reason)
 
+    def test_a_summary_of_one_turn_says_turn_in_the_singular(self) -> None:
+        transcript = Transcript(
+            (
+                TranscriptTurn("u1", Role.USER, "x" * 400, 100),
+                TranscriptTurn("p", Role.USER, "keep", 5, pinned=True),
+                TranscriptTurn("u2", Role.USER, "y", 5),
+            )
+        )
+        budget = CompactionBudget(50, protected_recent_turns=1)
+        plan = SummarizingPolicy("p", 0.1, 1).decide(transcript, budget)
+        (request,) = plan.summarization_requests
+        assert request.turn_ids == ("u1",)
+        assert explain(plan, transcript, budget)[0] == (
+            f"summarized in group {request.group_id} (1 turn, 100 → 10 tokens)"
+        )
+
     def test_a_masked_turn_that_is_not_a_tool_result_is_named_by_its_role(self) -> None:
         transcript = Transcript((TranscriptTurn("u", Role.USER, "x" * 100, 25),))
         budget = CompactionBudget(10, protected_recent_turns=0)

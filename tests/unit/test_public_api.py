@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +157,27 @@ class TestExports:
 
     def test_the_version_is_a_release_string(self) -> None:
         assert re.fullmatch(r"\d+\.\d+\.\d+", cutctx.__version__)
+
+    def test_the_version_is_written_once_and_the_build_reads_it(self) -> None:
+        """pyproject.toml names no version of its own: hatch reads ``cutctx/_version.py``."""
+        root = Path(__file__).resolve().parents[2]
+        project = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))
+        source = root / project["tool"]["hatch"]["version"]["path"]
+        (assignment,) = [
+            node
+            for node in ast.parse(source.read_text("utf-8")).body
+            if isinstance(node, ast.Assign)
+        ]
+        assert "version" not in project["project"]
+        assert project["project"]["dynamic"] == ["version"]
+        assert source == root / "src" / "cutctx" / "_version.py"
+        assert ast.literal_eval(assignment.value) == cutctx.__version__ == "0.2.0"
+        written = [
+            path.relative_to(root).as_posix()
+            for path in (root / "src").rglob("*.py")
+            if "__version__ =" in path.read_text("utf-8")
+        ]
+        assert written == ["src/cutctx/_version.py"]
 
 
 def positional(kind: Any) -> list[str]:

@@ -527,11 +527,12 @@ class TestRepeatedTurnIds:
             "SummarizationRequest.turn_ids",
         )
         assert error.details["duplicate_turn_ids"] == ["a", "b"]
-        assert "repeats" in str(error)
+        assert "repeats a turn id" in str(error)
 
     def test_a_request_repeating_one_id_names_it(self) -> None:
         error = refused(lambda: SummarizationRequest("g", ("a", "a"), 1, "p"), "turn_ids")
         assert error.details["duplicate_turn_ids"] == ["a"]
+        assert str(error) == "SummarizationRequest 'g' repeats a turn id: ['a']"
 
     def test_a_request_covering_no_turns_says_so(self) -> None:
         error = refused(lambda: SummarizationRequest("g", (), 1, "p"), "turn_ids")

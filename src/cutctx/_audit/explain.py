@@ -120,8 +120,9 @@ def _summary_reasons(plan: CompactionPlan, shape: Layout) -> dict[str, str]:
     reasons: dict[str, str] = {}
     for request in plan.summarization_requests:
         span = sum(shape.tokens[position[turn_id]] for turn_id in request.turn_ids)
+        count = len(request.turn_ids)
         reasons[request.group_id] = (
-            f"summarized in group {request.group_id} ({len(request.turn_ids)} turns, "
+            f"summarized in group {request.group_id} ({count} turn{'' if count == 1 else 's'}, "
             f"{span} → {request.target_tokens} tokens)"
         )
     return reasons

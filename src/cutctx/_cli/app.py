@@ -20,8 +20,9 @@ from cutctx._audit.explain import explain
 from cutctx._audit.records import CompactionRecord, verify
 from cutctx._cli.inputs import FORMATS, CliError, expand, read, read_text
 from cutctx._cli.job import POLICIES, Job, Settings, rebuilt_policy, system_digest
-from cutctx._cli.views import html_page, rows, stats_text, summary_line, table
+from cutctx._cli.views import html_page, rows, stats_data, stats_text, summary_line, table
 from cutctx._core.errors import BudgetUnsatisfiable
+from cutctx._version import __version__
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -48,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 done, 1 verify found a difference, 2 bad input, "
         "3 the budget cannot be met.",
     )
+    parser.add_argument("--version", action="version", version=f"cutctx {__version__}")
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
@@ -65,9 +67,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--keep-first",
         type=int,
-        default=0,
+        default=1,
         metavar="N",
-        help="keep the first N non-system messages (default 0)",
+        help="keep the first N non-system messages, the task (default 1; 0 keeps none)",
     )
     common.add_argument(
         "--policy",
@@ -123,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     stats = commands.add_parser(
         "stats", parents=[files, common], help="tokens by role, by tool and by kind of content"
     )
+    stats.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     stats.set_defaults(run=_stats)
     return parser
 
@@ -145,8 +148,11 @@ def _main(argv: Sequence[str] | None) -> int:
         arguments = _parser().parse_args(argv)
         names = expand(arguments.files)
         arguments.several = len(names) > 1
+        arguments.tables = 0
         if arguments.several and arguments.run is _compact and not arguments.output:
             raise CliError("several inputs need -o FOLDER, where each output is written")
+    except SystemExit as done:  # --help and --version print what they show and stop here
+        return done.code if isinstance(done.code, int) else OK
     except CliError as error:
         return _fail(str(error), error.code)
     run: Callable[[argparse.Namespace, str], int] = arguments.run
@@ -192,7 +198,11 @@ def _plan(arguments: argparse.Namespace, name: str) -> int:
         target = _target(arguments.html, name, ".html", several=arguments.several)
         _write(target, html_page(job, lines))
     if arguments.json:
-        _out(json.dumps(job.record().to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n")
+        _out(_json_line(job.record().to_dict()))
+    elif arguments.several:  # each table under its file's name, as head(1) shows several files
+        gap = "\n" if arguments.tables else ""
+        arguments.tables += 1
+        _out(f"{gap}==> {name} <==\n{table(job, lines)}")
     else:
         _out(table(job, lines))
     return _outcome(job)
@@ -248,8 +258,13 @@ def _record(path: str) -> CompactionRecord:
 
 def _stats(arguments: argparse.Namespace, name: str) -> int:
     job = _job(arguments, name, plan=False)
-    _out(stats_text(job))
+    _out(_json_line(stats_data(job)) if arguments.json else stats_text(job))
     return OK
+
+
+def _json_line(data: object) -> str:
+    """Return ``data`` as one line of compact JSON."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def _reasons(job: Job) -> tuple[str, ...]:

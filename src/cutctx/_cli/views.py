@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from cutctx._cli.job import Job
     from cutctx._core.values import TranscriptTurn
 
-__all__ = ["Row", "html_page", "rows", "stats_text", "table"]
+__all__ = ["Row", "html_page", "rows", "stats_data", "stats_text", "summary_line", "table"]
 
 _COLOURS: Final = {
     Action.KEEP: "#4c9a5f",
@@ -81,7 +81,7 @@ def table(job: Job, lines: Sequence[Row]) -> str:
     plan = job.decided
     header = ("index", "role", "tokens", "action", "reason")
     cells = [(row.index, row.role, _tokens(row), _VERBS[row.action], row.reason) for row in lines]
-    widths = [max(len(header[i]), *(len(cell[i]) for cell in cells)) for i in range(4)]
+    widths = [max([len(header[i]), *(len(cell[i]) for cell in cells)]) for i in range(4)]
     out = []
     for cell in [header, *cells]:
         left = "  ".join(
@@ -89,13 +89,15 @@ def table(job: Job, lines: Sequence[Row]) -> str:
             for i, value in enumerate(cell[:4])
         )
         out.append(f"{left}  {cell[4]}".rstrip())
+    if not cells:
+        out.append("(none)")
     counts = {action: sum(row.action is action for row in lines) for action in Action}
     kept = len(lines) - counts[Action.DROP] - counts[Action.SUMMARIZE]
     out.append("")
-    out.append(f"before: {plan.tokens_before} tokens in {len(lines)} turns")
+    out.append(f"before: {_many(plan.tokens_before, 'token')} in {_many(len(lines), 'turn')}")
     out.append(
-        f"after:  {plan.tokens_after_estimate} tokens in {kept} turns "
-        f"(budget {job.budget.max_tokens}; {_counts(counts)})"
+        f"after:  {_many(plan.tokens_after_estimate, 'token')} in {_many(kept, 'turn')} "
+        f"({_budget(job, counts)})"
     )
     out.append(
         f"policy: {plan.policy_name}@{plan.policy_version}; tokenizer: {job.settings.tokenizer}"
@@ -109,8 +111,15 @@ def _tokens(row: Row) -> str:
     return str(row.tokens)
 
 
-def _counts(counts: dict[Action, int]) -> str:
-    return ", ".join(f"{counts[action]} {_past(action)}" for action in Action if counts[action])
+def _many(count: int, noun: str) -> str:
+    """Return ``count`` and ``noun``, plural unless the count is one: ``1 turn``, ``2 turns``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _budget(job: Job, counts: dict[Action, int]) -> str:
+    """Return ``budget N; 3 kept, 1 masked``: the budget and what the plan did (if anything)."""
+    done = ", ".join(f"{counts[action]} {_past(action)}" for action in Action if counts[action])
+    return f"budget {job.budget.max_tokens}; {done}" if done else f"budget {job.budget.max_tokens}"
 
 
 def _past(action: Action) -> str:
@@ -124,14 +133,19 @@ def summary_line(job: Job, messages_after: int) -> str:
     plan = job.decided
     counts = {action: sum(a.action is action for a in plan.actions) for action in Action}
     return (
-        f"cutctx: {job.conversation.name}: {len(job.conversation.messages)} -> {messages_after} "
-        f"messages, {plan.tokens_before} -> {plan.tokens_after_estimate} tokens "
-        f"(budget {job.budget.max_tokens}; {_counts(counts)})"
+        f"cutctx: {job.conversation.name}: {len(job.conversation.messages)} -> "
+        f"{_many(messages_after, 'message')}, {plan.tokens_before} -> "
+        f"{_many(plan.tokens_after_estimate, 'token')} ({_budget(job, counts)})"
     )
 
 
 def html_page(job: Job, lines: Sequence[Row]) -> str:
-    """Return a self-contained page: the conversation as a strip of blocks sized by tokens."""
+    """Return a self-contained page: the conversation as a strip of blocks sized by tokens.
+
+    Every block starts from no width (``flex-basis:0``) and takes a share of the strip in
+    proportion to its tokens (``flex-grow``), so widths compare as token counts do; a block is
+    at least 6 px wide, so the smallest turn still shows.
+    """
     plan = job.decided
     title = f"cutctx plan: {job.conversation.name}"
     blocks = []
@@ -172,9 +186,9 @@ def html_page(job: Job, lines: Sequence[Row]) -> str:
 <style>
 body{{font:14px system-ui,sans-serif;margin:2em;color:#222}}
 .strip{{display:flex;gap:2px;height:110px;margin:1em 0}}
-.turn{{min-width:6px;overflow:hidden;color:#fff;padding:3px;font-size:11px;display:flex;
-flex-direction:column;border-radius:3px}}
-.turn span{{opacity:.85}}
+.turn{{flex-basis:0;min-width:6px;overflow:hidden;color:#fff;padding:3px 0;font-size:11px;
+display:flex;flex-direction:column;border-radius:3px}}
+.turn b,.turn span{{padding:0 3px;white-space:nowrap}}.turn span{{opacity:.85}}
 .key{{color:#fff;padding:2px 8px;margin-right:6px;border-radius:3px}}
 table{{border-collapse:collapse}}td,th{{padding:2px 8px;text-align:left}}
 tr.keep{{background:#fff}}tr td:nth-child(4){{text-align:right}}
@@ -201,40 +215,62 @@ KINDS: Final = (
 )
 
 
+def stats_data(job: Job) -> dict[str, Any]:
+    """Return the figures ``stats`` shows, as plain JSON data (the keys are in docs/cli.md).
+
+    ``by_role`` follows the roles' order, ``by_tool`` the most tokens first (then the name),
+    ``by_kind`` the kinds' order; a role, tool or kind with nothing is left out.
+    """
+    turns = job.transcript.turns
+    by_role: dict[str, list[int]] = {}
+    for turn in turns:
+        counts = by_role.setdefault(turn.role.value, [0, 0])
+        counts[0] += 1
+        counts[1] += turn.token_estimate
+    tools, kinds = _tools_and_kinds(job)
+    return {
+        "name": job.conversation.name,
+        "format": job.conversation.format,
+        "tokenizer": job.settings.tokenizer,
+        "turns": len(turns),
+        "tokens": job.transcript.token_estimate(),
+        "by_role": [
+            {"role": role.value, "turns": by_role[role.value][0], "tokens": by_role[role.value][1]}
+            for role in Role
+            if role.value in by_role
+        ],
+        "by_tool": [
+            {"tool": name, "calls": calls, "tokens": tokens}
+            for name, (calls, tokens) in sorted(tools.items(), key=lambda row: (-row[1][1], row[0]))
+        ],
+        "by_kind": [
+            {"kind": kind, "turns": kinds[kind][0], "tokens": kinds[kind][1]}
+            for kind in KINDS
+            if kinds[kind][0]
+        ],
+    }
+
+
 def stats_text(job: Job) -> str:
     """Return the tokens of the conversation by role, by tool and by kind of content."""
-    turns = job.transcript.turns
-    total = job.transcript.token_estimate()
-    by_role: dict[str, tuple[int, int]] = {}
-    for turn in turns:
-        count, tokens = by_role.get(turn.role.value, (0, 0))
-        by_role[turn.role.value] = (count + 1, tokens + turn.token_estimate)
-    tools, kinds = _tools_and_kinds(job)
+    data = stats_data(job)
+    total = data["tokens"]
     head = (
-        f"{job.conversation.name}: {len(turns)} turns, {total} tokens "
-        f"({job.conversation.format}, tokenizer {job.settings.tokenizer})"
+        f"{data['name']}: {_many(data['turns'], 'turn')}, {_many(total, 'token')} "
+        f"({data['format']}, tokenizer {data['tokenizer']})"
     )
-    out = [head, ""]
-    out += _section(
-        ("role", "turns", "tokens", "share"),
-        [(role.value, *by_role[role.value]) for role in Role if role.value in by_role],
-        total,
-    )
-    out.append("")
-    out += _section(
-        ("tool", "calls", "tokens", "share"),
-        sorted(
-            ((name, calls, tokens) for name, (calls, tokens) in tools.items()),
-            key=lambda row: (-row[2], row[0]),
-        ),
-        total,
-    )
-    out.append("")
-    out += _section(
-        ("kind", "turns", "tokens", "share"),
-        [(kind, kinds[kind][0], kinds[kind][1]) for kind in KINDS if kinds[kind][0]],
-        total,
-    )
+    out = [head]
+    for section, key, count in (
+        ("role", "by_role", "turns"),
+        ("tool", "by_tool", "calls"),
+        ("kind", "by_kind", "turns"),
+    ):
+        out.append("")
+        out += _section(
+            (section, count, "tokens", "share"),
+            [(entry[section], entry[count], entry["tokens"]) for entry in data[key]],
+            total,
+        )
     return "\n".join(out) + "\n"
 
 

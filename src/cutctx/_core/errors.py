@@ -89,8 +89,12 @@ def budget_unsatisfiable(
         "max_tokens": max_tokens,
         "untouchable_turn_count": untouchable_turn_count,
     }
+    turns = (
+        "the 1 untouchable turn needs"
+        if untouchable_turn_count == 1
+        else f"the {untouchable_turn_count} untouchable turns need"
+    )
     return BudgetUnsatisfiable(
-        f"the {untouchable_turn_count} untouchable turns need {untouchable_tokens} tokens, "
-        f"over the budget of {max_tokens}",
+        f"{turns} {untouchable_tokens} tokens, over the budget of {max_tokens}",
         details=details,
     )

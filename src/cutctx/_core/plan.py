@@ -75,10 +75,6 @@ class CompactionPlan:
     Raises:
         ValidationError: for a field of the wrong type or a violated invariant.
         BudgetUnsatisfiable: if the untouchable set alone is over ``budget``.
-
-    .. versionchanged:: 0.1.0
-       Keyword-only, as in 0.1; ``summarization_requests``, ``estimator_ratio`` and
-       ``budget_unmet`` default to ``()``, ``None`` and ``False``.
     """
 
     actions: tuple[TurnAction, ...]

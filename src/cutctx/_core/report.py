@@ -17,9 +17,6 @@ class CompactionReport:
 
     Every figure is copied from the plan; every id list is in transcript order (``summary_turn_ids``
     in view order). ``to_dict()`` is plain JSON.
-
-    .. versionchanged:: 0.1.0
-       Keyword-only, as in 0.1.
     """
 
     plan_hash: str

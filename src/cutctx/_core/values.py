@@ -219,9 +219,6 @@ class Transcript:
     compacted view is an ordinary transcript: it can be planned over again, its summary turns
     included.
 
-    .. versionchanged:: 0.1.0
-       ``turns`` defaults to ``()``, as in 0.1.
-
     Raises:
         ValidationError: if ``turns`` is not a sequence of ``TranscriptTurn`` or two turns share
             an id.
@@ -405,7 +402,7 @@ class SummarizationRequest:
         if len(set(turn_ids)) != len(turn_ids):
             repeated = sorted({turn_id for turn_id in turn_ids if turn_ids.count(turn_id) > 1})
             raise ValidationError(
-                f"SummarizationRequest {self.group_id!r} repeats the turn ids {repeated!r:.80}",
+                f"SummarizationRequest {self.group_id!r} repeats a turn id: {repeated!r:.80}",
                 details={
                     "field": "SummarizationRequest.turn_ids",
                     "expected": "distinct turn ids",

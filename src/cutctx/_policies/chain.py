@@ -128,9 +128,6 @@ def default_chain(
 
     >>> default_chain(prompt_id="summaries/v1").name
     'chain(observation_masking@1.0.0+summarizing@1.0.0+drop_oldest@1.0.0)'
-
-    .. versionchanged:: 0.1.0
-       Takes ``estimator``.
     """
     return PolicyChain(
         (

@@ -74,9 +74,6 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         ValidationError: for a negative ``keep_recent_results`` or ``min_reclaim``, an empty,
             blank or non-string ``placeholder``, an empty or non-string tool name, or an
             ``estimator`` without ``estimate_tokens``.
-
-    .. versionchanged:: 0.1.0
-       ``exclude_tools`` and ``min_reclaim``; the defaults decide as before.
     """
 
     __slots__ = (

@@ -38,9 +38,6 @@ class SummarizingPolicy(BuiltinPolicy):
     Raises:
         ValidationError: for an empty or blank ``prompt_id``, a ``target_ratio`` that is not a
             finite number above 0, or a ``min_span_turns`` below 1.
-
-    .. versionchanged:: 0.1.0
-       As in 0.1, any finite ``target_ratio`` above 0 is accepted.
     """
 
     __slots__ = ("_min_span_turns", "_prompt_id", "_target_ratio")
