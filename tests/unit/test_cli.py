@@ -34,7 +34,7 @@ from cutctx import (
     explain,
 )
 from cutctx._cli import main
-from cutctx._cli.inputs import detect_format
+from cutctx.formats._detect import detect
 from cutctx._cli.job import build_policy, rebuilt_policy
 from cutctx.formats import anthropic, openai_chat
 from tests.cli_cases import (
@@ -541,7 +541,7 @@ class TestFormatDetection:
     def test_the_first_documented_rule_that_holds_decides(
         self, messages: list[Any], body: dict[str, Any] | None, expected: str
     ) -> None:
-        assert detect_format(messages, body) == expected
+        assert detect(messages, body).name == expected
 
     def test_format_overrides_detection(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

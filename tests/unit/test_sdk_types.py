@@ -141,7 +141,9 @@ class TestChatCompletions:
         assert done.messages[0] is answer
 
     def test_a_misspelt_format_is_a_type_error_and_refused(self) -> None:
-        with pytest.raises(ValidationError, match="format must be a cutctx.formats.Format or one of"):
+        with pytest.raises(
+            ValidationError, match="format must be a cutctx.formats.Format or one of"
+        ):
             compact_messages(chat_history(), max_tokens=60, format="opneai_chat")  # type: ignore[arg-type]
 
     def test_the_module_is_accepted_as_the_format(self) -> None:

@@ -2,7 +2,7 @@
 
 An input is a list of messages (JSON, or JSONL with one message per line) or a request body
 holding them (``{"model", "messages", ...}`` or a Responses body with ``"input"``). The format is
-taken from ``--format`` or detected by the rules in ``detect_format`` (documented in
+taken from ``--format`` or detected by the rules of ``cutctx.formats._detect`` (documented in
 docs/cli.md). Nothing here plans: it returns a ``Conversation`` that knows how to put compacted
 messages back into the shape it came in.
 """
@@ -13,26 +13,15 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-__all__ = ["FORMATS", "CliError", "Conversation", "detect_format", "expand", "read", "read_text"]
+from cutctx.formats import NAMES, Format, resolve
+from cutctx.formats._detect import detect
 
-FORMATS: Final = ("openai_chat", "openai_responses", "anthropic")
+__all__ = ["FORMATS", "CliError", "Conversation", "expand", "read", "read_text"]
 
-_RESPONSES_ITEMS: Final = frozenset(
-    {
-        "message",
-        "function_call",
-        "function_call_output",
-        "custom_tool_call",
-        "custom_tool_call_output",
-        "reasoning",
-    }
-)
-_RESPONSES_PARTS: Final = frozenset({"input_text", "output_text", "input_image", "input_file"})
-_ANTHROPIC_BLOCKS: Final = frozenset(
-    {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
-)
+FORMATS = NAMES
+"""The names ``--format`` takes: the built-in formats'."""
 
 
 class CliError(Exception):
@@ -54,7 +43,7 @@ class Conversation:
 
     name: str
     messages: list[dict[str, Any]]
-    format: str
+    format: Format[Any]
     body: dict[str, Any] | None = None
     key: str = "messages"
     system: Any = None
@@ -146,7 +135,7 @@ def _lines(name: str, text: str) -> list[Any]:
 def _conversation(name: str, data: object, fmt: str | None, *, jsonl: bool) -> Conversation:
     if isinstance(data, list):
         messages: list[Any] = data
-        chosen = fmt or detect_format(messages, None)
+        chosen = resolve(fmt) if fmt else detect(messages, None)
         return Conversation(name, messages, chosen, jsonl=jsonl)
     if isinstance(data, dict) and not jsonl:
         for key in ("messages", "input"):
@@ -157,52 +146,14 @@ def _conversation(name: str, data: object, fmt: str | None, *, jsonl: bool) -> C
                         f"{name}: the request body's {key!r} must be a list of messages, "
                         f"got {type(messages).__name__}"
                     )
-                chosen = fmt or detect_format(messages, data)
-                system = data.get("instructions" if chosen == "openai_responses" else "system")
-                if chosen == "openai_chat":
-                    system = None  # Chat Completions keeps its system messages in the list
+                chosen = resolve(fmt) if fmt else detect(messages, data)
+                field = chosen.system_field  # Chat Completions keeps its system in the list
+                system = data.get(field) if field is not None else None
                 return Conversation(name, messages, chosen, data, key, system)
     raise CliError(
         f"{name}: expected a list of messages or a request body with 'messages' or 'input', "
         f"got {type(data).__name__}"
     )
-
-
-def detect_format(messages: list[Any], body: dict[str, Any] | None) -> str:  # noqa: PLR0911 - one return per documented rule
-    """Return the format of ``messages`` (and their request body), by the first rule that holds.
-
-    1. A body with ``input`` is an OpenAI Responses request; a body with a top-level ``system``
-       is an Anthropic request.
-    2. An item with a ``type`` of a Responses item (``function_call``, ``reasoning``, ...) or
-       without a ``role``: OpenAI Responses.
-    3. A message with role ``tool``, ``system`` or ``developer``, or with ``tool_calls``:
-       OpenAI Chat Completions.
-    4. A content block ``tool_use``, ``tool_result``, ``thinking``, ``image`` or ``document``:
-       Anthropic; a content part ``input_text``, ``output_text``, ... : OpenAI Responses.
-    5. Otherwise (plain text messages, which every format reads alike): OpenAI Chat Completions.
-    """
-    if body is not None:
-        if "input" in body:
-            return "openai_responses"
-        if "system" in body:
-            return "anthropic"
-    dicts = [message for message in messages if isinstance(message, dict)]
-    if any(message.get("type") in _RESPONSES_ITEMS or "role" not in message for message in dicts):
-        return "openai_responses"
-    if any(
-        message.get("role") in ("tool", "system", "developer") or "tool_calls" in message
-        for message in dicts
-    ):
-        return "openai_chat"
-    for message in dicts:
-        content = message.get("content")
-        if isinstance(content, list):
-            kinds = {part.get("type") for part in content if isinstance(part, dict)}
-            if kinds & _ANTHROPIC_BLOCKS:
-                return "anthropic"
-            if kinds & _RESPONSES_PARTS:
-                return "openai_responses"
-    return "openai_chat"
 
 
 def _dumps(value: object) -> str:

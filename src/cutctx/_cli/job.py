@@ -25,11 +25,8 @@ from cutctx._loop.compact import (
 )
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
-from cutctx.formats import anthropic, openai_chat, openai_responses
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     from cutctx._cli.inputs import Conversation
     from cutctx._core.plan import CompactionPlan
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
@@ -42,7 +39,6 @@ __all__ = [
     "Settings",
     "build_policy",
     "load_tokenizer",
-    "module_of",
     "rebuilt_policy",
     "system_digest",
 ]
@@ -52,12 +48,6 @@ POLICIES: Final = ("default", "mask", "drop", "priority")
 ``summarize`` (masking, then drop-oldest; shedding by priority when a message has one);
 ``mask`` masks old tool results only; ``drop`` drops the oldest exchanges only; ``priority``
 sheds by the messages' priorities (``PriorityPolicy(mask_results=True)``)."""
-
-_MODULES: Final[dict[str, ModuleType]] = {
-    "openai_chat": openai_chat,
-    "openai_responses": openai_responses,
-    "anthropic": anthropic,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +59,6 @@ class Settings:
     keep_first: int = 1
     policy: str = "default"
     tokenizer: str = "chars"
-
-
-def module_of(fmt: str) -> ModuleType:
-    """Return the ``cutctx.formats`` module of format ``fmt``."""
-    return _MODULES[fmt]
 
 
 def load_tokenizer(name: str) -> TokenEstimator:
@@ -172,12 +157,16 @@ class Job:
             BudgetUnsatisfiable: when the untouchable turns alone exceed the budget.
         """
         estimator = load_tokenizer(settings.tokenizer)
-        module = module_of(conversation.format)
-        transcript, binding = module.to_transcript(
+        fmt = conversation.format
+        transcript, binding = fmt.to_transcript(
             conversation.messages, estimator=estimator, system=conversation.system
         )
         transcript = pin_first_messages(transcript, binding, settings.keep_first)
+        # As compact_messages: the messages' budget leaves room for the request's overhead.
         budget = CompactionBudget(settings.max_tokens, settings.protected_recent_turns)
+        if fmt.request_overhead(estimator):
+            room = max(0, budget.max_tokens - fmt.request_overhead(estimator))
+            budget = CompactionBudget(room, settings.protected_recent_turns)
         policy = build_policy(settings.policy, estimator, transcript)
         decided = policy.decide(transcript, budget) if plan else None
         return cls(conversation, settings, estimator, transcript, binding, budget, policy, decided)
@@ -195,7 +184,7 @@ class Job:
             self.transcript,
             self.budget,
             self.policy,
-            format=self.conversation.format,
+            format=self.conversation.format.name,
             tokenizer=self.settings.tokenizer,
             keep_first=self.settings.keep_first,
             system_digest=system_digest(self.conversation.system),
@@ -204,7 +193,7 @@ class Job:
     def apply(self) -> tuple[list[dict[str, Any]], CompactionReport]:
         """Apply the plan and return the compacted messages and the report."""
         compacted = CompactionExecutor().apply(self.transcript, self.decided)
-        messages: list[dict[str, Any]] = module_of(self.conversation.format).from_transcript(
+        messages: list[dict[str, Any]] = self.conversation.format.from_transcript(
             compacted.transcript, self.binding
         )
         return messages, compacted.report

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from cutctx._core.values import Action, Role
-from cutctx.formats._common import Pricer, as_json
+from cutctx._core.metadata import TOOL_NAME_METADATA
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -177,7 +177,7 @@ def html_page(job: Job, lines: Sequence[Row]) -> str:
             f"budget {job.budget.max_tokens}",
             f"policy {plan.policy_name}@{plan.policy_version}",
             f"tokenizer {job.settings.tokenizer}",
-            f"format {job.conversation.format}",
+            f"format {job.conversation.format.name}",
             f"plan sha256 {plan.plan_hash()}",
         )
     )
@@ -230,7 +230,7 @@ def stats_data(job: Job) -> dict[str, Any]:
     tools, kinds = _tools_and_kinds(job)
     return {
         "name": job.conversation.name,
-        "format": job.conversation.format,
+        "format": job.conversation.format.name,
         "tokenizer": job.settings.tokenizer,
         "turns": len(turns),
         "tokens": job.transcript.token_estimate(),
@@ -301,8 +301,6 @@ def _tools_and_kinds(job: Job) -> tuple[dict[str, list[int]], dict[str, list[int
     """Attribute tokens to tools (calls and results) and to kinds of content."""
     fmt = job.conversation.format
     messages = job.conversation.messages
-    pricer = Pricer.of(fmt, job.estimator)
-    names = _tool_names(fmt, messages)
     tools: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     kinds: dict[str, list[int]] = {kind: [0, 0] for kind in KINDS}
 
@@ -316,13 +314,15 @@ def _tools_and_kinds(job: Job) -> tuple[dict[str, list[int]], dict[str, list[int
         if turn.role is Role.SYSTEM:
             add("system prompt", turn.token_estimate)
         elif turn.role is Role.TOOL:
-            name = names.get(_result_id(fmt, message, part.block), "(unknown)")
+            name = turn.metadata.get(TOOL_NAME_METADATA, "(unknown)")
             tools[name][1] += turn.token_estimate
             add("tool results", turn.token_estimate)
         elif turn.role is Role.USER:
             add("user text", turn.token_estimate)
         else:
-            calls, thoughts = _assistant_pieces(fmt, message, pricer, turn.token_estimate)
+            calls, thoughts = fmt.pieces(
+                message, estimator=job.estimator, tokens=turn.token_estimate
+            )
             for name, tokens in calls:
                 tools[name][0] += 1
                 tools[name][1] += tokens
@@ -335,74 +335,3 @@ def _tools_and_kinds(job: Job) -> tuple[dict[str, list[int]], dict[str, list[int
             if rest > 0 or not (called or thoughts):
                 add("assistant text", rest)
     return tools, kinds
-
-
-def _tool_names(fmt: str, messages: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """Map every call id to the name of the tool it called."""
-    names: dict[str, str] = {}
-    for message in messages:
-        if fmt == "openai_chat":
-            for call in message.get("tool_calls") or ():
-                body = call.get(call.get("type", "function")) or {}
-                names[call["id"]] = body.get("name", "(unknown)")
-        elif fmt == "openai_responses":
-            if message.get("type") in ("function_call", "custom_tool_call"):
-                names[message["call_id"]] = message["name"]
-        elif isinstance(message.get("content"), list):
-            for block in message["content"]:
-                if block.get("type") == "tool_use":
-                    names[block["id"]] = block["name"]
-    return names
-
-
-def _result_id(fmt: str, message: dict[str, Any], block: int | None) -> str:
-    if fmt == "openai_chat":
-        return str(message.get("tool_call_id"))
-    if fmt == "openai_responses":
-        return str(message.get("call_id"))
-    assert block is not None  # noqa: S101 - Anthropic tool results are split by block
-    return str(message["content"][block].get("tool_use_id"))
-
-
-def _assistant_pieces(
-    fmt: str, message: dict[str, Any], pricer: Pricer, tokens: int
-) -> tuple[list[tuple[str, int]], int]:
-    """Return an assistant turn's tool calls (name, tokens) and its reasoning tokens.
-
-    Each piece is priced as its format prices it, so the rest of the turn is its text.
-    """
-    calls: list[tuple[str, int]] = []
-    thoughts = 0
-    if fmt == "openai_chat":
-        for call in message.get("tool_calls") or ():
-            kind = call.get("type", "function")
-            body = call[kind]
-            argument = body["arguments"] if kind == "function" else body["input"]
-            calls.append(
-                (body["name"], pricer.framing + pricer.text(body["name"]) + pricer.text(argument))
-            )
-    elif fmt == "openai_responses":
-        kind = message.get("type")
-        if kind in ("function_call", "custom_tool_call"):
-            argument = message["arguments"] if kind == "function_call" else message["input"]
-            calls.append((message["name"], pricer.text(message["name"]) + pricer.text(argument)))
-        elif kind == "reasoning":
-            thoughts = tokens  # the whole item is reasoning
-    elif isinstance(message.get("content"), list):
-        for block in message["content"]:
-            kind = block.get("type")
-            if kind == "tool_use":
-                name = block["name"]
-                calls.append(
-                    (
-                        name,
-                        pricer.framing
-                        + pricer.text(name)
-                        + pricer.text(as_json(block.get("input"))),
-                    )
-                )
-            elif kind == "thinking":
-                thoughts += pricer.text(block["thinking"])
-            elif kind == "redacted_thinking":
-                thoughts += pricer.text(block["data"])
-    return calls, thoughts

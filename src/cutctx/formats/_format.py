@@ -110,6 +110,22 @@ class Format[M](ABC):
             ValidationError: for a binding of another format or a view it cannot have produced.
         """
 
+    @property
+    def system_field(self) -> str | None:
+        """The request body's field for request-level ``system=`` (``None``: in the list)."""
+        return None
+
+    def pieces(
+        self, message: Mapping[str, Any], *, estimator: TokenEstimator, tokens: int
+    ) -> tuple[list[tuple[str, int]], int]:
+        """Return an assistant message's tool calls (name, tokens) and its reasoning tokens.
+
+        ``tokens`` is the message's price; each piece is priced as the format prices it, so the
+        rest is its text. The default sees no pieces.
+        """
+        del message, estimator, tokens
+        return [], 0
+
     def pricer(self, estimator: TokenEstimator | None) -> Pricer:
         """Return the pricer of this format's pieces with ``estimator``."""
         return Pricer.of(self.name, estimator)

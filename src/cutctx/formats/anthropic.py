@@ -117,6 +117,30 @@ class _Anthropic(Format[Message]):
     def name(self) -> str:
         return FORMAT
 
+    @property
+    def system_field(self) -> str | None:
+        return "system"
+
+    def pieces(
+        self, message: Mapping[str, Any], *, estimator: TokenEstimator, tokens: int
+    ) -> tuple[list[tuple[str, int]], int]:
+        del tokens
+        pricer = self.pricer(estimator)
+        calls: list[tuple[str, int]] = []
+        thoughts = 0
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            kind = block.get("type")
+            if kind == "tool_use":
+                name = block["name"]
+                price = pricer.framing + pricer.text(name)
+                calls.append((name, price + pricer.text(as_json(block.get("input")))))
+            elif kind == "thinking":
+                thoughts += pricer.text(block["thinking"])
+            elif kind == "redacted_thinking":
+                thoughts += pricer.text(block["data"])
+        return calls, thoughts
+
     def head(self, system: object, *, estimator: TokenEstimator) -> tuple[TranscriptTurn, ...]:
         # Always one turn: it carries the reserve of the filler that may open the output.
         pricer = Pricer.of(FORMAT, estimator)

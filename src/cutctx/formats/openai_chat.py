@@ -101,6 +101,20 @@ class _OpenAIChat(Format[Message]):
     def request_overhead(self, estimator: TokenEstimator) -> int:
         return request_overhead(estimator)
 
+    def pieces(
+        self, message: Mapping[str, Any], *, estimator: TokenEstimator, tokens: int
+    ) -> tuple[list[tuple[str, int]], int]:
+        del tokens
+        pricer = self.pricer(estimator)
+        calls: list[tuple[str, int]] = []
+        for call in message.get("tool_calls") or ():
+            kind = call.get("type", "function")
+            body = call[kind]
+            argument = body["arguments"] if kind == "function" else body["input"]
+            price = pricer.framing + pricer.role("tool") + pricer.text(body["name"])
+            calls.append((body["name"], price + pricer.text(argument)))
+        return calls, 0
+
     def scan(
         self,
         messages: Sequence[Message],

@@ -118,6 +118,22 @@ class _OpenAIResponses(Format[Message]):
         del follows  # a request ends with every call answered; see ``settled``
         return _build(messages, estimator, strict=True, offset=offset, priority=priority, pin=pin)
 
+    @property
+    def system_field(self) -> str | None:
+        return "instructions"
+
+    def pieces(
+        self, message: Mapping[str, Any], *, estimator: TokenEstimator, tokens: int
+    ) -> tuple[list[tuple[str, int]], int]:
+        pricer = self.pricer(estimator)
+        kind = message.get("type")
+        if kind in ("function_call", "custom_tool_call"):
+            argument = message["arguments"] if kind == "function_call" else message["input"]
+            return [(message["name"], pricer.text(message["name"]) + pricer.text(argument))], 0
+        if kind == "reasoning":
+            return [], tokens  # the whole item is reasoning
+        return [], 0
+
     def settled(self, message: Mapping[str, Any]) -> bool:
         # A trailing reasoning item joins the exchange of the item after it.
         return message.get("type") != "reasoning"
