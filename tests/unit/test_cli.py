@@ -34,9 +34,9 @@ from cutctx import (
     explain,
 )
 from cutctx._cli import main
-from cutctx.formats._detect import detect
 from cutctx._cli.job import build_policy, rebuilt_policy
 from cutctx.formats import anthropic, openai_chat
+from cutctx.formats._detect import detect
 from tests.cli_cases import (
     anthropic_body,
     chat_messages,

@@ -142,7 +142,7 @@ class TestChatCompletions:
 
     def test_a_misspelt_format_is_a_type_error_and_refused(self) -> None:
         with pytest.raises(
-            ValidationError, match="format must be a cutctx.formats.Format or one of"
+            ValidationError, match=r"format must be a cutctx\.formats\.Format or one of"
         ):
             compact_messages(chat_history(), max_tokens=60, format="opneai_chat")  # type: ignore[arg-type]
 

@@ -7,8 +7,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from cutctx._core.values import Action, Role
 from cutctx._core.metadata import TOOL_NAME_METADATA
+from cutctx._core.values import Action, Role
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

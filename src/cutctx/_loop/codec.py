@@ -28,8 +28,10 @@ from cutctx.formats._common import PRIORITY_KEY, STICKY_KEY
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from cutctx._core.protocols import CompactionPolicy
+    from cutctx._core.protocols import CompactionPolicy, TokenEstimator
+    from cutctx._loop.settings import Pin, Priority, Summarize
     from cutctx._loop.window import ContextWindow
+    from cutctx.formats import Format
 
 __all__ = ["Saved", "adopt", "decode", "encode", "recipe_of", "resume"]
 
@@ -140,12 +142,12 @@ def decode(
     cls: type[ContextWindow],
     state: object,
     *,
-    estimator: Any,
-    summarize: Any,
-    policy: Any,
-    priority: Any,
-    pin: Any,
-    format: Any,
+    estimator: TokenEstimator | None,
+    summarize: Summarize | None,
+    policy: CompactionPolicy | None,
+    priority: Priority | None,
+    pin: Pin | None,
+    format: Format[Any] | None,
 ) -> ContextWindow:
     """Return the window ``state`` describes, with the callables given again.
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from baseaicore import ValidationError
@@ -30,6 +29,7 @@ from cutctx.formats import Binding, Format, FormatName, resolve
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
+    from types import ModuleType
 
     from cutctx._core.plan import CompactionPlan
     from cutctx._core.protocols import TokenEstimator
@@ -245,8 +245,8 @@ class _Job:
                     summarize=summarize is not None,
                 )
             )
-        plan = policy.decide(transcript, budget)  # type: ignore[union-attr]
-        return cls(fmt, transcript, binding, plan, summarize, chosen, max_tokens)  # type: ignore[arg-type]
+        plan = policy.decide(transcript, budget)
+        return cls(fmt, transcript, binding, plan, summarize, chosen, max_tokens)
 
     def calls(self) -> list[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]]]:
         """Return each request with its turns (none without ``summarize``)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from baseaicore import ValidationError
 
@@ -20,7 +20,7 @@ from cutctx._core.values import SUMMARY_TURN_ID_PREFIX, Action, group_id_for
 from cutctx._policies.draft import Draft, Group, build_plan, estimator_marks
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from cutctx._core.plan import CompactionPlan
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
@@ -82,7 +82,7 @@ class Decisions:
         texts: Mapping[str, str],
         index_of: Mapping[str, int],
         turns: Sequence[TranscriptTurn],
-        price: Any,
+        price: Callable[[str], int],
     ) -> Decisions:
         """Return these decisions with the plans made over the current request folded in.
 

@@ -223,7 +223,7 @@ class ContextWindow:
                         details={"field": "summarize"},
                     )
                 texts[request.group_id] = _text(request, text)
-            self._complete(history, pending, texts)
+            self._complete(pending, texts)
         return cast("list[M]", self._emit())
 
     async def aprepare[M](self, history: Sequence[M]) -> list[M]:
@@ -242,7 +242,7 @@ class ContextWindow:
                 if isinstance(text, Awaitable):
                     text = await text
                 texts[request.group_id] = _text(request, text)
-            self._complete(history, pending, texts)
+            self._complete(pending, texts)
         return cast("list[M]", self._emit())
 
     def state(self) -> dict[str, Any]:
@@ -386,7 +386,7 @@ class ContextWindow:
         request.held = self._ledger.count
         self._stats = _counted(self._stats, requests=1, first_changed=len(previous), stable=stable)
 
-    def _complete(self, history: Sequence[Any], pending: Pending, texts: dict[str, str]) -> None:
+    def _complete(self, pending: Pending, texts: dict[str, str]) -> None:
         """Fold the compaction into the decisions, make the view and render the request."""
         ledger = self._ledger
         estimator = self._settings.estimator

@@ -67,7 +67,7 @@ NAMES: Final = tuple(_BUILT_IN)
 """
 
 
-def resolve(format: object, *, owner: str = "format") -> Format[Any]:  # noqa: A002 - the public keyword
+def resolve(format: object, *, owner: str = "format") -> Format[Any]:
     """Return the ``Format`` that ``format`` names: a ``Format``, a built-in name or module.
 
     Raises:

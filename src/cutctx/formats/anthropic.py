@@ -292,7 +292,7 @@ def _reserve(pricer: Pricer) -> int:
     return pricer.framing + pricer.text(FILLER_TEXT)
 
 
-def _scan(  # noqa: PLR0917 - one private call site per caller
+def _scan(
     messages: Sequence[Message],
     estimator: object,
     *,

@@ -204,7 +204,7 @@ def to_transcript[M: Message](
     return cast("tuple[Transcript, Binding[M]]", made)
 
 
-def _build(  # noqa: PLR0912, PLR0915 - one branch per provider rule
+def _build(
     messages: Sequence[Message],
     estimator: object,
     *,
