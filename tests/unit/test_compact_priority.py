@@ -50,7 +50,7 @@ class TestPriorityMode:
     def test_without_priorities_the_answer_is_shed_and_the_failed_search_stays(self) -> None:
         messages = [plain(message) for message in QUICKSTART]
         done = compact_messages(
-            messages, max_tokens=40, format="openai_chat", estimator=WORDS, protected_recent_turns=1
+            messages, max_tokens=43, format="openai_chat", estimator=WORDS, protected_recent_turns=1
         )
         assert done.report.dropped_turn_ids == ("m1", "m2")
         assert done.plan.policy_name == (
@@ -61,7 +61,7 @@ class TestPriorityMode:
         before = copy.deepcopy(QUICKSTART)
         done = compact_messages(
             QUICKSTART,
-            max_tokens=40,
+            max_tokens=43,
             format="openai_chat",
             estimator=WORDS,
             protected_recent_turns=1,
@@ -76,10 +76,11 @@ class TestPriorityMode:
     def test_like_pack_it_goes_on_level_by_level_and_never_sheds_the_sticky_prompt(
         self,
     ) -> None:
-        # No protected tail, as context-clipper's pack: level 0 (21) -> 38, level 1 -> 18.
+        # No protected tail, as context-clipper's pack: level 0 (21) -> 38, level 1 -> 18 (the budgets
+        # below leave the 3 tokens of the reply's priming, as every Chat budget with a tokenizer).
         done = compact_messages(
             QUICKSTART,
-            max_tokens=20,
+            max_tokens=23,
             format="openai_chat",
             estimator=WORDS,
             protected_recent_turns=0,
@@ -89,7 +90,7 @@ class TestPriorityMode:
         # At exactly the sticky prompt's price, only the prompt is left.
         done = compact_messages(
             QUICKSTART,
-            max_tokens=10,
+            max_tokens=13,
             format="openai_chat",
             estimator=WORDS,
             protected_recent_turns=0,
@@ -100,7 +101,7 @@ class TestPriorityMode:
         messages = [plain(message) for message in QUICKSTART]
         done = compact_messages(
             messages,
-            max_tokens=40,
+            max_tokens=43,
             format="openai_chat",
             estimator=WORDS,
             protected_recent_turns=1,
@@ -120,7 +121,7 @@ class TestPriorityMode:
 
         done = compact_messages(
             QUICKSTART,
-            max_tokens=20,
+            max_tokens=23,
             format="openai_chat",
             estimator=WORDS,
             summarize=summarize,
@@ -136,7 +137,7 @@ class TestPriorityMode:
         messages = copy.deepcopy(QUICKSTART)
         messages[4]["content"] = "Error: timed out. " + "trace " * 60  # 3 + 63 = 66 tokens
         done = compact_messages(
-            messages, max_tokens=62, format="openai_chat", estimator=WORDS, protected_recent_turns=1
+            messages, max_tokens=65, format="openai_chat", estimator=WORDS, protected_recent_turns=1
         )
         # 116 tokens; the stub costs 9 words + 3 = 12: 116 - 54 = 62 fits, nothing is dropped.
         assert done.report.masked_turn_ids == ("m4",)
@@ -148,7 +149,7 @@ class TestPriorityMode:
     def test_a_policy_given_wins_over_priority_mode_and_the_keys_still_stay_home(self) -> None:
         done = compact_messages(
             QUICKSTART,
-            max_tokens=40,
+            max_tokens=43,
             format="openai_chat",
             estimator=WORDS,
             policy=DropOldestPolicy(),
@@ -161,7 +162,7 @@ class TestPriorityMode:
         messages = [plain(message) for message in QUICKSTART]
         messages[1] = {**messages[1], "sticky": True}
         done = compact_messages(
-            messages, max_tokens=40, format="openai_chat", estimator=WORDS, protected_recent_turns=1
+            messages, max_tokens=43, format="openai_chat", estimator=WORDS, protected_recent_turns=1
         )
         assert done.plan.policy_name == (
             "chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)"

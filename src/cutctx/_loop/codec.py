@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from baseaicore import ValidationError
 
-from cutctx._core.values import Action, TurnReplacement, group_id_for
-from cutctx._loop.compact import priority_policy
+from cutctx._core.values import Action, Transcript, TurnReplacement, group_id_for
+from cutctx._loop.compact import CompactedMessages, priority_policy
 from cutctx._loop.decisions import Decisions, Summary
 from cutctx._loop.fingerprint import Fingerprint
 from cutctx._policies.draft import estimator_marks
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from cutctx._loop.window import ContextWindow
     from cutctx.formats import Format
 
-__all__ = ["Saved", "adopt", "decode", "encode", "recipe_of", "resume"]
+__all__ = ["Saved", "adopt", "decode", "encode", "recorded", "resume"]
 
 STATE_VERSION: Final = 2
 _MARKS: Final = (STICKY_KEY, PRIORITY_KEY)
@@ -62,9 +62,18 @@ class Saved:
     resumed: bool = False
 
 
-def recipe_of(message: object, index: int, caller: object) -> int | list[Any]:
-    """Return how the state names a kept message ``index`` of the history (see the module)."""
-    return index if message is caller else ["unmarked", index]
+def recorded(window: ContextWindow, count: int) -> CompactedMessages[Any]:
+    """Return a restored window's latest compaction (over its first ``count`` messages)."""
+    ledger = window._ledger
+    window._warm(ledger.seen)
+    history = Transcript(tuple(ledger.turns[: ledger.end(count)]))
+    decisions = window._decisions
+    estimator = window._settings.estimator
+    budget = window._planner.budget_for(history)
+    plan = decisions.plan(history, budget, window._planned_by, estimator)
+    view, report = decisions.view(history, plan)
+    messages = window._format.render(Transcript(tuple(view)), ledger.binding(count)).messages
+    return CompactedMessages(messages, report, plan)
 
 
 def encode(window: ContextWindow) -> dict[str, Any]:

@@ -25,7 +25,16 @@ if TYPE_CHECKING:
     from cutctx._loop.settings import Settings
     from cutctx.formats import Format, Scanned
 
-__all__ = ["Ledger", "pin_first"]
+__all__ = ["Ledger", "message_costs", "pin_first"]
+
+
+def message_costs(read: Scanned[Any]) -> list[int]:
+    """Return each message's price as ``read`` priced it: the sum of its turns'."""
+    costs: dict[int, int] = {}
+    for turn in read.turns:
+        index = read.parts[turn.turn_id].index
+        costs[index] = costs.get(index, 0) + turn.token_estimate
+    return list(costs.values())
 
 
 def pin_first(

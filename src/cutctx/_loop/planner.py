@@ -11,12 +11,13 @@ nothing else is left to remove).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from baseaicore import ValidationError
 
-from cutctx._core.errors import BudgetUnsatisfiable
+from cutctx._core.errors import BudgetUnsatisfiable, SummaryMissing
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.invariants import layout
 from cutctx._core.plan import CompactionPlan
@@ -27,6 +28,7 @@ from cutctx._core.values import (
     Role,
     Transcript,
 )
+from cutctx._loop.compact import is_prioritized, priority_policy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import CompactionPolicy
     from cutctx._core.values import SummarizationRequest, TranscriptTurn
     from cutctx._loop.ledger import Ledger
-    from cutctx._loop.settings import Settings
+    from cutctx._loop.settings import Settings, Summarize
     from cutctx.formats import Format
 
 __all__ = ["Pending", "Planner", "stages_of"]
@@ -52,6 +54,59 @@ class Pending:
     stages: Stages
     calls: tuple[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]], ...]
     policy: CompactionPolicy
+
+    def fulfil(self, summarize: Summarize | None) -> dict[str, str]:
+        """Return each request's summary, from a synchronous ``summarize``.
+
+        Raises:
+            ValidationError: for an async ``summarize`` (no coroutine is left unawaited) or a
+                text that is not a string.
+            SummaryMissing: if a summary is planned and there is no ``summarize``.
+        """
+        texts: dict[str, str] = {}
+        for request, turns in self.calls:
+            text = _asked(summarize, request, turns)
+            if isinstance(text, Awaitable):
+                if isinstance(text, Coroutine):
+                    text.close()  # never awaited: close it, so no warning is left behind
+                raise ValidationError(
+                    "ContextWindow: summarize is async; call await window.aprepare(history)",
+                    details={"field": "summarize"},
+                )
+            texts[request.group_id] = _text(request, text)
+        return texts
+
+    async def afulfil(self, summarize: Summarize | None) -> dict[str, str]:
+        """Return each request's summary, awaiting an async ``summarize``; as ``fulfil``."""
+        texts: dict[str, str] = {}
+        for request, turns in self.calls:
+            text = _asked(summarize, request, turns)
+            if isinstance(text, Awaitable):
+                text = await text
+            texts[request.group_id] = _text(request, text)
+        return texts
+
+
+def _asked(
+    summarize: Summarize | None, request: SummarizationRequest, turns: tuple[TranscriptTurn, ...]
+) -> object:
+    if summarize is None:
+        raise SummaryMissing(
+            f"the policy planned a summary of group {request.group_id!r}, but the window "
+            "has no summarize",
+            details={"group_id": request.group_id, "missing_group_ids": [request.group_id]},
+        )
+    return summarize(request, turns)
+
+
+def _text(request: SummarizationRequest, text: object) -> str:
+    if not isinstance(text, str):
+        raise ValidationError(
+            f"ContextWindow: summarize returned {type(text).__name__} for group "
+            f"{request.group_id!r}, not a string",
+            details={"field": "summarize", "group_id": request.group_id},
+        )
+    return text
 
 
 def stages_of(policy: CompactionPolicy) -> tuple[CompactionPolicy, ...]:
@@ -91,6 +146,17 @@ class Planner:
             if settings.summarize is not None
             else 0
         )
+
+    def policy_for(self, current: Transcript) -> CompactionPolicy:
+        """Return the policy a compaction of ``current`` plans with.
+
+        That is priority mode's when the window has no policy of the caller's and a message has
+        a priority (or ``priority=`` was given); else the window's policy.
+        """
+        settings = self._settings
+        if settings.policy is None and (settings.priority is not None or is_prioritized(current)):
+            return priority_policy(settings.estimator)
+        return self._default
 
     def budget_for(self, history: Transcript) -> CompactionBudget:
         """Return the budget a plan over ``history`` is held to: ``compact_to`` or the floor."""

@@ -11,24 +11,17 @@ from the one plan over the whole history. See ``docs/agent-loop.md`` and ``docs/
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Coroutine
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from baseaicore import ValidationError
 
-from cutctx._core.errors import SummaryMissing
 from cutctx._core.values import Action, Transcript
 from cutctx._loop import codec
-from cutctx._loop.compact import (
-    CompactedMessages,
-    default_messages_policy,
-    is_prioritized,
-    priority_policy,
-)
+from cutctx._loop.compact import CompactedMessages, default_messages_policy
 from cutctx._loop.decisions import Decisions
 from cutctx._loop.ledger import Ledger
 from cutctx._loop.planner import Pending, Planner
+from cutctx._loop.request import Request, WindowStats, counted
 from cutctx._loop.settings import Settings
 from cutctx.formats import resolve
 
@@ -38,41 +31,11 @@ if TYPE_CHECKING:
     from cutctx._core.plan import CompactionPlan
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
     from cutctx._core.report import CompactionReport
-    from cutctx._core.values import SummarizationRequest, TranscriptTurn
+    from cutctx._core.values import TranscriptTurn
     from cutctx._loop.settings import Pin, Priority, Summarize
     from cutctx.formats import Format, FormatName, Scanned
 
 __all__ = ["ContextWindow", "WindowStats"]
-
-
-@dataclass(frozen=True, slots=True)
-class WindowStats:
-    """What a ``ContextWindow`` has done, and what its last request shares with the one before.
-
-    ``first_changed_index`` is the first message of the last request that differs from the
-    request before it (its length when none does); ``stable_prefix_tokens`` the estimated tokens
-    of the messages before it — the part a provider's prompt cache can serve.
-
-    .. versionadded:: 0.1.0
-    """
-
-    requests: int = 0
-    compactions: int = 0
-    resets: int = 0
-    first_changed_index: int = 0
-    stable_prefix_tokens: int = 0
-
-
-@dataclass(slots=True)
-class _Request:
-    """The request last returned, each message's price, and what it was rendered from."""
-
-    messages: list[Any]
-    costs: list[int]
-    tokens: int  # the estimate of the view: decisions applied, summaries as rendered
-    held: int  # the history messages it reflects
-    tail: bool  # whether it ends with the last held message, unchanged
-    recipe: list[Any]  # how a state names each message (see ``codec``)
 
 
 class ContextWindow:
@@ -150,7 +113,7 @@ class ContextWindow:
         self._ledger = Ledger(self._format, settings)
         self._decisions = Decisions([Action.KEEP] * len(self._ledger.head))
         head = sum(turn.token_estimate for turn in self._ledger.head)
-        self._request = _Request([], [], head, 0, tail=True, recipe=[])
+        self._request = Request.empty(head, tail=True)
         self._view: list[TranscriptTurn] | None = list(self._ledger.head)
         self._stats = WindowStats()
         self._last: CompactedMessages[Any] | None = None
@@ -185,20 +148,8 @@ class ContextWindow:
     def last(self) -> CompactedMessages[Any] | None:
         """The latest compaction: its request, report and plan over the whole history then."""
         if self._last is None and self._last_count is not None:
-            self._last = self._recorded(self._last_count)  # a restored window's, when asked
+            self._last = codec.recorded(self, self._last_count)  # a restored window's
         return self._last
-
-    def _recorded(self, count: int) -> CompactedMessages[Any]:
-        """Return the compaction over the first ``count`` messages, as the decisions have it."""
-        ledger = self._ledger
-        self._warm(ledger.seen)
-        history = Transcript(tuple(ledger.turns[: ledger.end(count)]))
-        plan = self._decisions.plan(
-            history, self._planner.budget_for(history), self._planned_by, self._settings.estimator
-        )
-        view, report = self._decisions.view(history, plan)
-        messages = self._format.render(Transcript(tuple(view)), ledger.binding(count)).messages
-        return CompactedMessages(messages, report, plan)
 
     def prepare[M](self, history: Sequence[M]) -> list[M]:
         """Return the messages to send now for ``history``; see the class docstring.
@@ -212,18 +163,7 @@ class ContextWindow:
         """
         pending = self._begin(history)
         if pending is not None:
-            texts: dict[str, str] = {}
-            for request, turns in pending.calls:
-                text = self._call(request, turns)
-                if isinstance(text, Awaitable):
-                    if isinstance(text, Coroutine):
-                        text.close()  # never awaited: close it, so no warning is left behind
-                    raise ValidationError(
-                        "ContextWindow: summarize is async; call await window.aprepare(history)",
-                        details={"field": "summarize"},
-                    )
-                texts[request.group_id] = _text(request, text)
-            self._complete(pending, texts)
+            self._complete(pending, pending.fulfil(self._settings.summarize))
         return cast("list[M]", self._emit())
 
     async def aprepare[M](self, history: Sequence[M]) -> list[M]:
@@ -236,13 +176,7 @@ class ContextWindow:
         """
         pending = self._begin(history)
         if pending is not None:
-            texts: dict[str, str] = {}
-            for request, turns in pending.calls:
-                text = self._call(request, turns)
-                if isinstance(text, Awaitable):
-                    text = await text
-                texts[request.group_id] = _text(request, text)
-            self._complete(pending, texts)
+            self._complete(pending, await pending.afulfil(self._settings.summarize))
         return cast("list[M]", self._emit())
 
     def state(self) -> dict[str, Any]:
@@ -310,11 +244,8 @@ class ContextWindow:
         self._warm(history)
         if read is not None:
             self._hold(history, read)
-        return self._planner.plan(
-            Transcript(tuple(self._current())),
-            self._policy_for(ledger.turns) or self._policy,
-            ledger,
-        )
+        current = Transcript(tuple(self._current()))
+        return self._planner.plan(current, self._planner.policy_for(current), ledger)
 
     def _resettle(self, history: Sequence[Any]) -> None:
         """Read again the trailing messages whose turns the next messages may change."""
@@ -343,10 +274,10 @@ class ContextWindow:
         self._decisions = Decisions([Action.KEEP] * len(self._ledger.head))
         self._view = list(self._ledger.head)
         head = sum(turn.token_estimate for turn in self._ledger.head)
-        self._request = _Request([], [], head, 0, tail=False, recipe=[])
+        self._request = Request.empty(head, tail=False)
         self._saved = None
         self._last_count = None
-        self._stats = _counted(self._stats, resets=1)
+        self._stats = counted(self._stats, resets=1)
 
     def _hold(self, history: Sequence[Any], read: Scanned[Any]) -> None:
         """Hold the messages ``read`` and keep their turns."""
@@ -373,18 +304,8 @@ class ContextWindow:
             return
         stable = sum(request.costs)
         if read is not None:
-            start = request.held
-            request.messages = [*request.messages, *read.originals]
-            request.costs = [*request.costs, *_message_costs(read)]
-            request.recipe = [
-                *request.recipe,
-                *(
-                    codec.recipe_of(original, index, history[index])
-                    for index, original in enumerate(read.originals, start)
-                ),
-            ]
-        request.held = self._ledger.count
-        self._stats = _counted(self._stats, requests=1, first_changed=len(previous), stable=stable)
+            request.extend(read, history)
+        self._stats = counted(self._stats, requests=1, first_changed=len(previous), stable=stable)
 
     def _complete(self, pending: Pending, texts: dict[str, str]) -> None:
         """Fold the compaction into the decisions, make the view and render the request."""
@@ -450,34 +371,14 @@ class ContextWindow:
         ledger = self._ledger
         binding = ledger.binding(ledger.count)
         rendered = self._format.render(Transcript(tuple(self._current())), binding)
-        messages, costs = rendered.messages, rendered.costs
-        if len(costs) != len(messages):
-            raise ValidationError(
-                f"ContextWindow: the format {self._format.name!r} priced {len(costs)} of the "
-                f"{len(messages)} messages it rendered",
-                details={"format": self._format.name},
-            )
-        same = 0
-        for old, new in zip(previous, messages, strict=False):
-            if old is not new and old != new:
-                break
-            same += 1
-        held = ledger.count
-        tail = bool(messages) and held > 0 and messages[-1] is binding.originals[held - 1]
-        where = {id(original): index for index, original in enumerate(binding.originals)}
-        recipe = [
-            codec.recipe_of(message, where[id(message)], ledger.seen[where[id(message)]])
-            if id(message) in where
-            else message
-            for message in messages
-        ]
-        self._request = _Request(messages, costs, self._request.tokens, held, tail, recipe)
-        self._stats = _counted(
+        self._request = Request.rendered(rendered, self._request.tokens, binding, ledger.seen)
+        same = self._request.shared(previous)
+        self._stats = counted(
             self._stats,
             requests=1,
             compactions=1 if compacted else 0,
             first_changed=same,
-            stable=sum(costs[:same]),
+            stable=sum(self._request.costs[:same]),
         )
 
     def _previous(self) -> list[Any]:
@@ -493,63 +394,3 @@ class ContextWindow:
                 request, self._stats.first_changed_index, self._settings.system
             )
         return request
-
-    def _call(self, request: SummarizationRequest, turns: tuple[TranscriptTurn, ...]) -> object:
-        summarize = self._settings.summarize
-        if summarize is None:
-            raise SummaryMissing(
-                f"the policy planned a summary of group {request.group_id!r}, but the window "
-                "has no summarize",
-                details={"group_id": request.group_id, "missing_group_ids": [request.group_id]},
-            )
-        return summarize(request, turns)
-
-    def _policy_for(self, turns: Sequence[TranscriptTurn]) -> CompactionPolicy | None:
-        """Return priority mode's policy when it applies, else ``None`` (the window's own).
-
-        It applies when the window has no policy of the caller's and a message has a priority
-        (or ``priority=`` was given).
-        """
-        settings = self._settings
-        if settings.policy is not None:
-            return None
-        if settings.priority is not None or is_prioritized(Transcript(tuple(turns))):
-            return priority_policy(settings.estimator)
-        return None
-
-
-def _text(request: SummarizationRequest, text: object) -> str:
-    if not isinstance(text, str):
-        raise ValidationError(
-            f"ContextWindow: summarize returned {type(text).__name__} for group "
-            f"{request.group_id!r}, not a string",
-            details={"field": "summarize", "group_id": request.group_id},
-        )
-    return text
-
-
-def _message_costs(read: Scanned[Any]) -> list[int]:
-    """Return each message's price: the sum of its turns'."""
-    costs: dict[int, int] = {}
-    for turn in read.turns:
-        index = read.parts[turn.turn_id].index
-        costs[index] = costs.get(index, 0) + turn.token_estimate
-    return list(costs.values())
-
-
-def _counted(
-    stats: WindowStats,
-    *,
-    requests: int = 0,
-    compactions: int = 0,
-    resets: int = 0,
-    first_changed: int | None = None,
-    stable: int | None = None,
-) -> WindowStats:
-    return WindowStats(
-        stats.requests + requests,
-        stats.compactions + compactions,
-        stats.resets + resets,
-        stats.first_changed_index if first_changed is None else first_changed,
-        stats.stable_prefix_tokens if stable is None else stable,
-    )

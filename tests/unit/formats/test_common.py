@@ -8,8 +8,14 @@ import math
 import pytest
 from baseaicore import ValidationError
 
-from cutctx import CompactionBudget, CompactionExecutor, DropOldestPolicy, TokenEstimator
-from cutctx.formats import Binding, openai_chat
+from cutctx import (
+    CharRatioEstimator,
+    CompactionBudget,
+    CompactionExecutor,
+    DropOldestPolicy,
+    TokenEstimator,
+)
+from cutctx.formats import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, Binding, openai_chat
 from cutctx.formats._common import SUMMARY_LABEL, Pricer, image_size, openai_image_tokens
 from tests.format_validators import png
 from tests.unit.formats.helpers import WORDS
@@ -48,17 +54,19 @@ class TestPricer:
             Pricer.of("openai_chat", bad).text("x")
 
     def test_prices_roles_only_for_chat_with_a_tokenizer(self) -> None:
-        assert Pricer.of("openai_chat", WORDS).role("user") == 1
-        assert Pricer.of("anthropic", WORDS).role("user") == 0
-        assert Pricer.of("openai_responses", WORDS).role("user") == 0
-        assert Pricer.of("openai_chat", None).role("user") == 0
+        assert OPENAI_CHAT.pricer(WORDS).role("user") == 1
+        assert ANTHROPIC.pricer(WORDS).role("user") == 0
+        assert OPENAI_RESPONSES.pricer(WORDS).role("user") == 0
+        assert OPENAI_CHAT.pricer(None).role("user") == 0
+        assert Pricer.of("openai_chat", WORDS, roles=True).role("user") == 1
 
     def test_prices_a_summary_as_the_user_message_it_becomes(self) -> None:
         # framing 3, the role "user" 1 (Chat only), the label's 11 words and the text's 2
-        assert Pricer.of("openai_chat", WORDS).summary("two words") == 3 + 1 + 11 + 2
-        assert Pricer.of("anthropic", WORDS).summary("two words") == 3 + 11 + 2
+        assert OPENAI_CHAT.price_summary("two words", estimator=WORDS) == 3 + 1 + 11 + 2
+        assert ANTHROPIC.price_summary("two words", estimator=WORDS) == 3 + 11 + 2
         text = f"{SUMMARY_LABEL}\n\ntwo words"
-        assert Pricer.of("openai_chat", None).summary("two words") == math.ceil(len(text) / 4)
+        chars = CharRatioEstimator()
+        assert OPENAI_CHAT.price_summary("two words", estimator=chars) == math.ceil(len(text) / 4)
 
 
 class TestBinding:
