@@ -61,8 +61,8 @@ from cutctx._core.values import TurnAction as TurnAction
 from cutctx._core.values import TurnReplacement as TurnReplacement
 from cutctx._loop.compact import CompactedMessages as CompactedMessages
 from cutctx._loop.compact import compact_messages as compact_messages
-from cutctx._loop.window import ContextWindow as ContextWindow
 from cutctx._loop.request import WindowStats as WindowStats
+from cutctx._loop.window import ContextWindow as ContextWindow
 from cutctx._policies.bounded import BoundedSummarizingPolicy as BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain as PolicyChain
 from cutctx._policies.chain import default_chain as default_chain

@@ -76,8 +76,8 @@ class TestPriorityMode:
     def test_like_pack_it_goes_on_level_by_level_and_never_sheds_the_sticky_prompt(
         self,
     ) -> None:
-        # No protected tail, as context-clipper's pack: level 0 (21) -> 38, level 1 -> 18 (the budgets
-        # below leave the 3 tokens of the reply's priming, as every Chat budget with a tokenizer).
+        # No protected tail, as context-clipper's pack: level 0 (21) -> 38, level 1 -> 18 (the
+        # budgets leave the 3 tokens of the reply's priming, as every Chat budget with a tokenizer).
         done = compact_messages(
             QUICKSTART,
             max_tokens=23,
