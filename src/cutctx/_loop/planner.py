@@ -11,6 +11,7 @@ nothing else is left to remove).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -185,18 +186,18 @@ class Planner:
                 held, shape.untouchable_tokens, settings.max_tokens, ledger, "untouchable messages"
             )
         stages = self._stages if policy is self._default else (policy,)
-        target = max(settings.to, shape.untouchable_tokens)
-        relaxed = max(
+        # compact_to when the untouchable turns leave it reachable; else, and when no plan
+        # reaches it, destructive moves stop once the request is under compact_at.
+        under_at = max(
             min(settings.at, settings.max_tokens - self._headroom), shape.untouchable_tokens
         )
+        budgets = [under_at] if shape.untouchable_tokens > settings.to else [settings.to, under_at]
         summaries = any(turn.turn_id.startswith(SUMMARY_TURN_ID_PREFIX) for turn in current.turns)
-        held_fixed = _with_summaries_pinned(current) if summaries else None
-        attempts = [(held_fixed, target), (held_fixed, relaxed)] if held_fixed else []
-        attempts += [(current, target), (current, relaxed)]
+        transcripts = [_with_summaries_pinned(current), current] if summaries else [current]
         made: Stages = ()
-        for transcript, budget in attempts:
+        for transcript, budget in itertools.product(transcripts, budgets):
             try:
-                made = self._run(transcript, stages, budget, target)
+                made = self._run(transcript, stages, budget)
             except BudgetUnsatisfiable:
                 continue  # the summaries alone do not fit: give them up
             if made[-1][1].tokens_after_estimate <= budget:
@@ -217,18 +218,11 @@ class Planner:
             )
         return Pending(made, self._calls(made), policy)
 
-    def _run(
-        self,
-        current: Transcript,
-        stages: Sequence[CompactionPolicy],
-        budget: int,
-        target: int,
-    ) -> Stages:
-        """Run ``stages`` over ``current``: the first aims at ``target``, the rest at ``budget``."""
-        protected = self._settings.protected
+    def _run(self, current: Transcript, stages: Sequence[CompactionPolicy], budget: int) -> Stages:
+        """Run ``stages`` over ``current``, each over the view the one before gives."""
+        aim = CompactionBudget(budget, self._settings.protected)
         made: list[tuple[Transcript, CompactionPlan]] = []
-        for number, policy in enumerate(stages):
-            aim = CompactionBudget(target if number == 0 and len(stages) > 1 else budget, protected)
+        for policy in stages:
             if made:
                 previous = made[-1][1]
                 if previous.tokens_after_estimate <= budget:
