@@ -10,11 +10,19 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Final, NamedTuple
 
 from baseaicore import ValidationError
 
-from cutctx._core.actions import CODES, MASK, MASKED, ActionTable, indices, is_plain
+from cutctx._core.actions import (
+    CODES,
+    EXCERPT,
+    MASK,
+    REPLACED,
+    ActionTable,
+    indices,
+    is_plain,
+)
 from cutctx._core.digest import json_string_digest
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.invariants import Layout, layout
@@ -42,10 +50,14 @@ __all__ = [
     "Group",
     "Stub",
     "build_plan",
+    "check_estimator",
     "content_digest",
     "estimator_marks",
+    "original_of",
     "stub_text",
 ]
+
+_HEX: Final = frozenset("0123456789abcdef")
 
 
 @dataclass(slots=True)
@@ -66,6 +78,28 @@ def content_digest(content: str) -> str:
     return json_string_digest(content)
 
 
+def original_of(turn: TranscriptTurn) -> tuple[int, str | None]:
+    """Return the estimate and digest a stub of ``turn`` names: its original's.
+
+    For an excerpted turn (``cutctx.kind: excerpt``, as the executor and the chain's projections
+    make it) they are the original result's, read from its metadata; for any other turn the
+    turn's own estimate and ``None`` (its body is hashed when the stub is written).
+    """
+    metadata = turn.metadata
+    if not metadata or metadata.get("cutctx.kind") != "excerpt":
+        return turn.token_estimate, None
+    tokens = metadata.get("cutctx.original_tokens", "")
+    digest = metadata.get("cutctx.original_sha256", "")
+    # Metadata is the caller's to write: anything malformed falls back to the turn itself.
+    if (
+        not (tokens.isascii() and tokens.isdigit())
+        or len(digest) != 64
+        or not _HEX.issuperset(digest)
+    ):
+        return turn.token_estimate, None
+    return int(tokens), digest
+
+
 def stub_text(placeholder: str, token_estimate: int, digest: str) -> str:
     """Return the text of a masked stub: the label, the original's estimate and its digest."""
     return f"{placeholder} (original: {token_estimate} tokens, sha256:{digest})"
@@ -83,8 +117,9 @@ class Stub(NamedTuple):
     token_estimate: int
 
     def text(self, turn: TranscriptTurn) -> str:
-        """Return the stub text for ``turn``, the digest of its content included."""
-        return stub_text(self.placeholder, turn.token_estimate, content_digest(turn.content))
+        """Return the stub text for ``turn``, the digest of its original included."""
+        tokens, digest = original_of(turn)
+        return stub_text(self.placeholder, tokens, digest or content_digest(turn.content))
 
     def resolve(self, turn: TranscriptTurn) -> TurnReplacement:
         """Return the replacement for ``turn`` (see ``text``)."""
@@ -96,8 +131,8 @@ class Draft:
     """A decision in the making, indexed by turn position.
 
     ``tokens`` is the estimate of the view the decision yields (the gate checks it on the plan).
-    ``replacements`` is empty when nothing is masked, else one entry per turn (``None`` where the
-    turn is not masked): a flat list costs a pointer a turn and no object.
+    ``replacements`` is empty when nothing is masked or excerpted, else one entry per turn (the
+    stub or the excerpt; ``None`` elsewhere): a flat list costs a pointer a turn and no object.
     """
 
     actions: list[Action]
@@ -111,6 +146,18 @@ class Draft:
 def keep_all(shape: Layout) -> Draft:
     """Return the draft that keeps every turn of the view ``shape`` describes."""
     return Draft([Action.KEEP] * len(shape.turn_ids), shape.total)
+
+
+def check_estimator(owner: str, estimator: object) -> TokenEstimator:
+    """Return ``estimator`` (``CharRatioEstimator()`` for ``None``) or raise naming ``owner``."""
+    if estimator is None:
+        return CharRatioEstimator()
+    if not callable(getattr(estimator, "estimate_tokens", None)):
+        raise ValidationError(
+            f"{owner}.estimator must have estimate_tokens(text) -> int",
+            details={"field": f"{owner}.estimator"},
+        )
+    return estimator  # type: ignore[return-value]
 
 
 def estimator_marks(estimator: TokenEstimator) -> tuple[float | None, str | None]:
@@ -154,16 +201,16 @@ def build_plan(
     texts: tuple[str | None, ...] = ()
     tokens: tuple[int, ...] = ()
     # A stub written from a label that needs no JSON escape needs none either (the rest of it
-    # is digits, hex and fixed text); any other replacement is not vouched for.
+    # is digits, hex and fixed text); any other replacement (an excerpt) is not vouched for.
     plain = True
-    if MASK in kinds:
+    if MASK in kinds or EXCERPT in kinds:
         replacements = draft.replacements
         text_column: list[str | None] = [None] * len(turns)
         token_column = [0] * len(turns)
         labels: dict[str, bool] = {}
-        for index in indices(kinds.translate(MASKED)):
+        for index in indices(kinds.translate(REPLACED)):
             replacement = replacements[index]
-            assert replacement is not None  # noqa: S101 - every masked turn has one
+            assert replacement is not None  # noqa: S101 - every masked or excerpted turn has one
             if isinstance(replacement, Stub):
                 text_column[index] = replacement.text(turns[index])
                 label = replacement.placeholder
@@ -204,6 +251,9 @@ class BuiltinPolicy(ABC):
 
     _NAME: ClassVar[str]
     _VERSION: ClassVar[str]
+    _OUTSIDE_BUDGET: ClassVar[bool] = False
+    """Whether the policy has work to do while the view fits the budget (excerpting does: its
+    limit is the budget's ``max_result_tokens``), so a chain runs it even then."""
     _PRICES_ONLY: ClassVar[bool] = False
     """Whether ``_draft`` decides from the layout alone (its units, flags and figures, and turn
     metadata that masking leaves as it is), never reading a body or whether a turn is masked: a
@@ -223,6 +273,10 @@ class BuiltinPolicy(ABC):
     def _prices_only(self) -> bool:
         """Whether this configuration decides from the layout alone (see ``_PRICES_ONLY``)."""
         return self._PRICES_ONLY
+
+    def _outside_budget(self) -> bool:
+        """Whether this policy has work to do while the view fits (see ``_OUTSIDE_BUDGET``)."""
+        return self._OUTSIDE_BUDGET
 
     @abstractmethod
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:

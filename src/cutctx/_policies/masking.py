@@ -29,9 +29,11 @@ from cutctx._policies.draft import (
     BuiltinPolicy,
     Draft,
     Stub,
+    check_estimator,
     content_digest,
     estimator_marks,
     keep_all,
+    original_of,
     stub_text,
 )
 
@@ -200,18 +202,6 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         return draft
 
 
-def check_estimator(owner: str, estimator: object) -> TokenEstimator:
-    """Return ``estimator`` (``CharRatioEstimator()`` for ``None``) or raise naming ``owner``."""
-    if estimator is None:
-        return CharRatioEstimator()
-    if not callable(getattr(estimator, "estimate_tokens", None)):
-        raise ValidationError(
-            f"{owner}.estimator must have estimate_tokens(text) -> int",
-            details={"field": f"{owner}.estimator"},
-        )
-    return estimator  # type: ignore[return-value]
-
-
 class Stubber:
     """Prices the stub of one result for one label and estimator (``offer``)."""
 
@@ -227,8 +217,11 @@ class Stubber:
         self._stubs: dict[int, Stub] = {}
 
     def offer(self, turn: TranscriptTurn) -> TurnReplacement | Stub | None:
-        """Return the replacement of ``turn``'s body, or ``None`` if it would not be smaller."""
-        original = turn.token_estimate
+        """Return the replacement of ``turn``'s body, or ``None`` if it would not be smaller.
+
+        The stub of an excerpted turn names its original's estimate and digest (``original_of``).
+        """
+        original, digest = original_of(turn)
         placeholder = self._placeholder
         replacement: TurnReplacement | Stub
         if self._by_length:
@@ -239,9 +232,9 @@ class Stubber:
                 Stub(placeholder, self._estimate(stub_text(placeholder, original, _A_DIGEST))),
             )
         else:
-            stub = stub_text(placeholder, original, content_digest(turn.content))
+            stub = stub_text(placeholder, original, digest or content_digest(turn.content))
             replacement = TurnReplacement(stub, self._estimate(stub))
-        return replacement if replacement.token_estimate < original else None
+        return replacement if replacement.token_estimate < turn.token_estimate else None
 
 
 def offers(
