@@ -681,7 +681,7 @@ class TestExcerptsAreChecked:
             lambda text: text.replace("step 1: ok", "step 1: failed"),
             lambda text: text.replace("left out", "omitted"),
             lambda text: "extra line\n" + text,
-            lambda text: "step 1: ok\n",
+            lambda _text: "step 1: ok\n",
         ],
         ids=["an edited line", "no elision line", "a line not in the original", "no elision"],
     )
