@@ -17,14 +17,12 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from cutctx._core.excerpts import excerpt, page
+from tests.excerpt_cases import bare_elision, readings
+from tests.excerpt_cases import lines_of as _lines
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-ELISION = re.compile(
-    r"\[cutctx: (\d+) lines? left out \((\d+) tokens?\), sha256:([0-9a-f]{64})"
-    r"(?:; call (.+) with this sha256 and start_line=(\d+) to read them)?\]"
-)
 HINT = re.compile(r"\[cutctx_recall: lines (\d+)-(\d+) of (\d+); continue with start_line=(\d+)\]")
 
 # Lines of awkward text: carriage returns, tabs, non-ASCII, brackets, and now and then a line
@@ -53,53 +51,6 @@ def prices() -> st.SearchStrategy[Callable[[str], int]]:
     return ratio | words
 
 
-def _lines(text: str) -> list[str]:
-    """Lines ending in a newline only (``splitlines`` also splits at carriage returns)."""
-    pieces = text.split("\n")
-    return [piece + "\n" for piece in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
-def bare_elision(text: str, price: Callable[[str], int], tool: str | None) -> str:
-    """The elision line of an excerpt that keeps nothing: the smallest excerpt there is."""
-    said = (
-        f"[cutctx: {_plural(len(_lines(text)), 'line')} left out "
-        f"({_plural(max(0, price(text) - price('')), 'token')}), sha256:{sha256_of(text)}"
-    )
-    if tool is not None:
-        said += f"; call {tool} with this sha256 and start_line=1 to read them"
-    return said + "]"
-
-
-def readings(original: str, made: str) -> list[tuple[int, int, int]]:
-    """Every way ``made`` is head lines (or a cut first line), one elision line and tail lines.
-
-    Each reading is (head lines, cut characters, tail lines); a brute-force search over the
-    positions, independent of the code under test.
-    """
-    kept = _lines(original)
-    found: list[tuple[int, int, int]] = []
-    for index, line in enumerate(_lines(made)):
-        said = line.removesuffix("\n")
-        if not ELISION.fullmatch(said):
-            continue
-        before = "".join(_lines(made)[:index])
-        after = "".join(_lines(made)[index + 1 :])
-        if line.endswith("\n") != bool(after):
-            continue
-        tails = [t for t in range(len(kept) + 1) if "".join(kept[len(kept) - t :]) == after]
-        heads = [h for h in range(len(kept) + 1) if "".join(kept[:h]) == before]
-        found += [(h, 0, t) for h in heads for t in tails if h + t < len(kept)]
-        cut = before.removesuffix("\n")
-        first = kept[0].removesuffix("\n") if kept else ""
-        if index == 1 and cut and first.startswith(cut) and len(cut) < len(first):
-            found += [(0, len(cut), t) for t in tails if t < len(kept)]
-    return found
-
-
 @given(
     text=TEXTS,
     cap=st.integers(min_value=1, max_value=400),
@@ -126,9 +77,7 @@ def test_an_excerpt_is_a_prefix_one_elision_line_and_a_suffix_within_the_cap(
     assert framing + price(made) <= cap
     found = readings(text, made)
     assert found, "not a prefix, one elision line and a suffix"
-    head, cut, tail = found[0]
-    said = ELISION.search(made[len("".join(_lines(text)[:head])) + cut :])
-    assert said is not None
+    head, _, tail, said = found[0]
     assert int(said.group(1)) == len(_lines(text)) - head - tail
     assert said.group(3) == sha256_of(text)
     assert (said.group(4), said.group(5)) == (

@@ -296,8 +296,8 @@ class _State:
             if kind is Action.MASK or kind is Action.EXCERPT:
                 if source < 0:
                     raise ValidationError(
-                        f"chain member {member.name}@{member.version} "
-                        f"{'masked' if kind is Action.MASK else 'excerpted'} a summary stand-in",
+                        f"chain member {member.name}@{member.version} {kind.value}ed a summary "
+                        "stand-in",
                         details={"policy": member.name, "version": member.version},
                     )
                 if not self.replacements:
