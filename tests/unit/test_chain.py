@@ -574,3 +574,29 @@ class TestChainsWithExcerpts:
             foreign.decide(AGENT, capped(150)).to_dict()
             == built_in.decide(AGENT, capped(150)).to_dict()
         )
+
+
+def test_a_chain_keeps_the_marks_of_a_first_member_that_changed_nothing() -> None:
+    """A member that kept everything but recorded its estimator: the next member decides over
+    the real transcript, and the chain still keeps the first marks recorded."""
+
+    class Named:
+        name, version = "named", "1"
+
+        def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+            total = transcript.token_estimate()
+            return CompactionPlan(
+                actions=tuple(TurnAction(t.turn_id, Action.KEEP) for t in transcript.turns),
+                tokens_before=total,
+                tokens_after_estimate=total,
+                policy_name=self.name,
+                policy_version=self.version,
+                budget_unmet=total > budget.max_tokens,
+                transcript=transcript,
+                budget=budget,
+                estimator_name="first",
+            )
+
+    plan = PolicyChain((Named(), ObservationMaskingPolicy(0))).decide(AGENT, capped(300))
+    assert "mask" in fates(plan).values()
+    assert (plan.estimator_ratio, plan.estimator_name) == (None, "first")

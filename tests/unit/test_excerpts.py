@@ -316,6 +316,8 @@ class TestParseExcerpt:
         assert parse_excerpt(log, "abcdef\n" + said) is None  # a whole line, not a cut
         assert parse_excerpt(log, "abx\n" + said) is None
         assert parse_excerpt(log, "abcdef\nli\n" + elision_line(3, 9, "0" * 64)) is None
+        # A true cut head, but a tail that is not the original's last lines.
+        assert parse_excerpt(log, "abc\n" + elision_line(3, 9, "0" * 64) + "\nline 9\n") is None
 
 
 class TestPage:
