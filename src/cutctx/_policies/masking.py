@@ -73,7 +73,9 @@ class ObservationMaskingPolicy(BuiltinPolicy):
     result of a tool named in ``exclude_tools`` (by its turn's ``cutctx.tool_name`` metadata).
     With ``min_reclaim=n`` a plan that masks at all reclaims at least ``n`` tokens: masking goes
     on past the fit until ``n`` came back, and if every eligible result together gives less,
-    nothing is masked.
+    nothing is masked. An excerpted result (``cutctx.kind: excerpt``) is masked like any other,
+    and its stub names the original's estimate and digest (``cutctx.original_tokens``,
+    ``cutctx.original_sha256``), not the excerpt's.
 
     Raises:
         ValidationError: for a negative ``keep_recent_results`` or ``min_reclaim``, an empty,
@@ -82,6 +84,9 @@ class ObservationMaskingPolicy(BuiltinPolicy):
 
     .. versionchanged:: 0.1.0
        ``exclude_tools`` and ``min_reclaim``; the defaults decide as before.
+
+    .. versionchanged:: 0.2.0
+       The stub of an excerpted result names the original.
     """
 
     __slots__ = (
