@@ -13,6 +13,7 @@ from cutctx import (
     CompactionBudget,
     CompactionPolicy,
     DropOldestPolicy,
+    ExcerptingPolicy,
     ObservationMaskingPolicy,
     PolicyChain,
     PriorityPolicy,
@@ -22,13 +23,15 @@ from cutctx import (
     TranscriptTurn,
     default_chain,
 )
-from tests.oracle import untouchable_total
+from tests.oracle import is_untouchable, untouchable_total
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 PROMPT_ID = "summaries/v1"
 PROTECTED = 2
+RESULT_CAP = 120
+"""The result cap of the excerpting goldens."""
 
 
 def system(turn_id: str, tokens: int, content: str | None = None) -> TranscriptTurn:
@@ -190,6 +193,37 @@ def prioritized_agent() -> Transcript:
     return Transcript(tuple(turns))
 
 
+def priced(turn_id: str, text: str, call: str | None) -> TranscriptTurn:
+    """A tool result priced as the character default prices its text, plus 4 of framing."""
+    return TranscriptTurn(turn_id, Role.TOOL, text, -(-len(text) // 4) + 4, call)
+
+
+def oversized_results() -> Transcript:
+    """An agent run whose tool results outgrow any sensible share of the window: a long file,
+    one line of minified JSON, a short result, an orphan build log, and a last test log (in the
+    protected tail) larger than a tight budget; one result has CRLF lines and non-ASCII text."""
+    source = "".join(f"{n:4d}  def step_{n}(state):  # é\n" for n in range(1, 241))
+    minified = '{"items":[' + ",".join(f'{{"id":{n},"ok":true}}' for n in range(260)) + "]}"
+    build = "".join(f"[{n:03d}] compiling module_{n}.c … ok\r\n" for n in range(150))
+    tests = "".join(f"test_case_{n} ... {'FAILED' if n % 37 == 0 else 'ok'}\n" for n in range(320))
+    return Transcript(
+        (
+            system("s", 30),
+            user("task", 40, pinned=True),
+            assistant("read", 20, "c1"),
+            priced("file", source, "c1"),
+            assistant("query", 20, "c2"),
+            priced("json", minified, "c2"),
+            assistant("peek", 20, "c3"),
+            priced("short", "3 files changed\n", "c3"),
+            priced("build", build, "orphan"),
+            assistant("run", 20, "c4"),
+            priced("tests", tests, "c4"),
+            assistant("report", 30),
+        )
+    )
+
+
 def empty() -> Transcript:
     """No turns at all."""
     return Transcript(())
@@ -204,36 +238,57 @@ CASES: dict[str, Callable[[], Transcript]] = {
     "orphaned_result": orphaned_result,
     "entirely_pinned": entirely_pinned,
     "prioritized_agent": prioritized_agent,
+    "oversized_results": oversized_results,
     "empty": empty,
 }
 
 
-def budgets(transcript: Transcript) -> dict[str, CompactionBudget]:
+def budgets(
+    transcript: Transcript, max_result_tokens: int | None = None
+) -> dict[str, CompactionBudget]:
     """The budgets of a case, by name; a name whose figure repeats an earlier one is left out.
 
     ``fits`` is the total; ``tight`` keeps two thirds of what lies above the untouchable set;
     ``very_tight`` a tenth of it; ``unsatisfiable`` is one token under the untouchable set.
+    With ``max_result_tokens`` every budget carries that cap, the untouchable set counts each
+    tool result over it at the cap (what a policy may count it at before excerpting), and
+    ``cramped`` keeps a fortieth (so that excerpted results have to go as well).
     """
     total = transcript.token_estimate()
     floor = untouchable_total(transcript, CompactionBudget(total, PROTECTED))
+    if max_result_tokens is not None:
+        floor -= sum(
+            turn.token_estimate - max_result_tokens
+            for position, turn in enumerate(transcript.turns)
+            if turn.role is Role.TOOL
+            and turn.token_estimate > max_result_tokens
+            and is_untouchable(transcript, CompactionBudget(total, PROTECTED), position)
+        )
     figures = {
         "fits": total,
         "tight": floor + (total - floor) * 2 // 3,
         "very_tight": floor + (total - floor) // 10,
         "unsatisfiable": floor - 1,
     }
+    if max_result_tokens is not None:
+        figures["cramped"] = floor + (total - floor) // 40
     chosen: dict[str, CompactionBudget] = {}
     for name, figure in figures.items():
         if figure >= 0 and all(b.max_tokens != figure for b in chosen.values()):
-            chosen[name] = CompactionBudget(figure, PROTECTED)
+            chosen[name] = CompactionBudget(figure, PROTECTED, max_result_tokens=max_result_tokens)
     return chosen
 
 
 @dataclass(frozen=True)
 class GoldenPolicy:
-    """A policy configuration whose plans are recorded."""
+    """A policy configuration whose plans are recorded, under budgets with ``max_result_tokens``.
+
+    One directory holds one configuration, the cap included: a policy recorded under a cap is
+    recorded under that cap only.
+    """
 
     make: Callable[[], CompactionPolicy]
+    max_result_tokens: int | None = None
 
     @property
     def directory(self) -> str:
@@ -256,4 +311,21 @@ POLICIES: tuple[GoldenPolicy, ...] = (
     # compact_messages' priority mode; one directory holds one configuration, so this one is
     # recorded as a chain of one.
     GoldenPolicy(lambda: PolicyChain((PriorityPolicy(mask_results=True),))),
+    # Excerpts, under a result cap of RESULT_CAP tokens: alone, first in the full chain, and
+    # before priority shedding.
+    GoldenPolicy(ExcerptingPolicy, RESULT_CAP),
+    GoldenPolicy(
+        lambda: PolicyChain(
+            (
+                ExcerptingPolicy(),
+                ObservationMaskingPolicy(),
+                SummarizingPolicy(PROMPT_ID),
+                DropOldestPolicy(),
+            )
+        ),
+        RESULT_CAP,
+    ),
+    GoldenPolicy(
+        lambda: PolicyChain((ExcerptingPolicy(), PriorityPolicy(mask_results=True))), RESULT_CAP
+    ),
 )

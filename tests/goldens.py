@@ -1,7 +1,8 @@
 """The one helper that writes or compares the determinism goldens (contract 5).
 
-For every policy in ``tests.golden_cases.POLICIES``, every named case and each of its budgets it
-records, under ``tests/goldens/<policy name>@<version>/``:
+For every policy in ``tests.golden_cases.POLICIES``, every named case and each of its budgets
+(with the policy's result cap, if it has one) it records, under
+``tests/goldens/<policy name>@<version>/``:
 
 - ``<case>__<budget>.plan.json`` — ``plan.canonical_json()``, the text the plan hash covers;
 - ``<case>__<budget>.report.json`` — the canonical JSON of ``report.to_dict()`` after applying the
@@ -42,7 +43,7 @@ def expected_files() -> dict[str, str]:
         directory = golden.directory
         for case, build in CASES.items():
             transcript = build()
-            for budget_name, budget in budgets(transcript).items():
+            for budget_name, budget in budgets(transcript, golden.max_result_tokens).items():
                 stem = f"{directory}/{case}__{budget_name}"
                 try:
                     plan = golden.make().decide(transcript, budget)

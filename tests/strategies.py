@@ -138,3 +138,42 @@ def named_tool_cases(draw: st.DrawFn, max_turns: int = 24) -> tuple[Transcript, 
         metadata = {**original.metadata, "cutctx.tool_name": str(name)}
         turns.append(original if name is None else dataclasses.replace(original, metadata=metadata))
     return Transcript(tuple(turns)), budget
+
+
+LOG_LINES = st.sampled_from(("ok", "error: cache miss", "  at step 3", "", "é中 [x]")) | st.text(
+    alphabet="ab \t\u00e9[]", max_size=60
+)
+
+
+@st.composite
+def capped_cases(draw: st.DrawFn, max_turns: int = 10) -> tuple[Transcript, CompactionBudget]:
+    """A case whose tool results are often long logs priced near their text (by the character
+    default, plus a little framing), and a budget that caps what one result may cost: mostly
+    between the untouchable set (each result over the cap at the cap) and the total."""
+    transcript, budget = draw(cases(max_turns))
+    turns = []
+    for original in transcript.turns:
+        if original.role is not Role.TOOL or draw(st.integers(min_value=0, max_value=3)) == 0:
+            turns.append(original)
+            continue
+        count = draw(st.integers(min_value=1, max_value=80))
+        lines = draw(st.lists(LOG_LINES, min_size=count, max_size=count))
+        text = "\n".join(lines) + draw(st.sampled_from(["", "\n"]))
+        framing = draw(st.integers(min_value=0, max_value=12))
+        estimate = -(-len(text) // 4) + framing
+        turns.append(dataclasses.replace(original, content=text, token_estimate=estimate))
+    capped = Transcript(tuple(turns))
+    cap = draw(st.integers(min_value=1, max_value=160) | st.integers(min_value=30, max_value=90))
+    protected = budget.protected_recent_turns
+    floor = sum(
+        min(turn.token_estimate, cap) if turn.role is Role.TOOL else turn.token_estimate
+        for index, turn in enumerate(capped.turns)
+        if turn.role is Role.SYSTEM or turn.pinned or len(capped.turns) - index <= protected
+    )
+    total = capped.token_estimate()
+    max_tokens = draw(
+        st.integers(min_value=floor, max_value=max(floor, total))
+        | st.integers(min_value=0, max_value=total + 50)
+        | st.sampled_from((0, floor, max(0, floor - 1), total))
+    )
+    return capped, CompactionBudget(max_tokens, protected, max_result_tokens=cap)

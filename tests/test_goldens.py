@@ -34,7 +34,7 @@ def test_every_policy_case_and_budget_kind_is_recorded() -> None:
     """The goldens cover each policy, each case, and fitting, unmet and unsatisfiable budgets."""
     directories = {name.split("/")[0] for name in EXPECTED}
     assert directories == {golden.directory for golden in POLICIES}
-    assert len(directories) == 7
+    assert len(directories) == 10
     cases = {name.split("/")[1].split("__")[0] for name in EXPECTED}
     assert cases == set(CASES)
     assert any(name.endswith(".error.json") for name in EXPECTED)
@@ -42,6 +42,17 @@ def test_every_policy_case_and_budget_kind_is_recorded() -> None:
     assert any('"action":"summarize"' in text for text in EXPECTED.values())
     assert any('"action":"mask"' in text for text in EXPECTED.values())
     assert any('"action":"drop"' in text for text in EXPECTED.values())
+    assert any('"action":"excerpt"' in text for text in EXPECTED.values())
+    assert any('"excerpted_turn_ids":' in text for text in EXPECTED.values())
+
+
+def test_the_goldens_without_a_cap_hold_no_excerpt() -> None:
+    """A cap is never on by default: no policy recorded without one excerpts, nor reports it."""
+    capped = {golden.directory for golden in POLICIES if golden.max_result_tokens is not None}
+    assert len(capped) == 3
+    for name, text in EXPECTED.items():
+        if name.split("/")[0] not in capped:
+            assert '"excerpt' not in text, name
 
 
 def test_writing_into_an_empty_root_then_comparing_finds_no_difference(tmp_path: Path) -> None:

@@ -67,6 +67,7 @@ from cutctx._policies.bounded import BoundedSummarizingPolicy as BoundedSummariz
 from cutctx._policies.chain import PolicyChain as PolicyChain
 from cutctx._policies.chain import default_chain as default_chain
 from cutctx._policies.drop import DropOldestPolicy as DropOldestPolicy
+from cutctx._policies.excerpting import ExcerptingPolicy as ExcerptingPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy as ObservationMaskingPolicy
 from cutctx._policies.priority import PriorityPolicy as PriorityPolicy
 from cutctx._policies.summarizing import SummarizingPolicy as SummarizingPolicy
@@ -94,6 +95,7 @@ __all__ = [
     "CompactionReport",
     "ContextWindow",
     "DropOldestPolicy",
+    "ExcerptingPolicy",
     "ObservationMaskingPolicy",
     "PlanTranscriptMismatch",
     "PolicyChain",

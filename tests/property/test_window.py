@@ -200,15 +200,13 @@ def plain(requests: list[list[dict[str, Any]]]) -> list[list[str]]:
 
 
 def price(session: ss.Session, setup: Setup, request: list[dict[str, Any]]) -> int:
-    """The messages' cost by their format's ``count_tokens`` with the window's estimator.
+    """The request's cost by its format's ``count_tokens`` with the window's estimator.
 
-    Chat's reply priming is the request's, not the messages': the window's budgets hold
-    messages, so it is left out.
+    Chat's reply priming included: the window holds it as a pinned turn, so its budgets hold the
+    whole request.
     """
     module = MODULES[session.format]
     cost: int = module.count_tokens(request, estimator=setup.estimator, system=session.system)
-    if module is openai_chat:
-        cost -= openai_chat.request_overhead(setup.estimator)
     return cost
 
 

@@ -14,8 +14,10 @@ from cutctx import (
     CompactionBudget,
     CompactionPlan,
     DropOldestPolicy,
+    ExcerptingPolicy,
     ObservationMaskingPolicy,
     PolicyChain,
+    PriorityPolicy,
     Role,
     SummarizationRequest,
     SummarizingPolicy,
@@ -25,7 +27,9 @@ from cutctx import (
     TurnReplacement,
     default_chain,
 )
+from tests.excerpt_cases import AGENT, capped, chars
 from tests.golden_cases import assistant, system, tool, user
+from tests.oracle import Foreign
 
 if TYPE_CHECKING:
     from cutctx import CompactionPolicy
@@ -466,3 +470,133 @@ class TestDefaultChain:
         )
         assert plan.summarization_requests == ()
         assert [a.turn_id for a in plan.actions if a.action is not Action.KEEP] == ["t1"]
+
+
+class TestChainsWithExcerpts:
+    """An excerpting member first: later members mask, summarize or drop excerpted results."""
+
+    @staticmethod
+    def chain(*members: CompactionPolicy) -> PolicyChain:
+        return PolicyChain((ExcerptingPolicy(), *members))
+
+    def test_an_excerpted_result_that_must_go_is_masked_with_the_originals_figures(
+        self,
+    ) -> None:
+        plan = self.chain(ObservationMaskingPolicy(0)).decide(AGENT, capped(150))
+        r1 = AGENT.turns[3]
+        assert fates(plan)["r1"] == "mask"
+        assert fates(plan)["r2"] == "excerpt"
+        stub = plan.actions[3].replacement
+        assert stub is not None
+        assert stub.content == ObservationMaskingPolicy().stub(r1.content, r1.token_estimate)
+        assert stub.token_estimate == chars(stub.content)
+
+    def test_a_tokenizers_stub_of_an_excerpt_also_names_the_original(self) -> None:
+        words = TokenizerEstimator(lambda text: [0] * len(text.split()), name="words")
+        chain = PolicyChain(
+            (ExcerptingPolicy(estimator=words), ObservationMaskingPolicy(0, estimator=words))
+        )
+        plan = chain.decide(AGENT, capped(150))
+        r1 = AGENT.turns[3]
+        stub = plan.actions[3].replacement
+        assert fates(plan)["r1"] == "mask"
+        assert stub is not None
+        assert stub.content == ObservationMaskingPolicy().stub(r1.content, r1.token_estimate)
+        assert stub.token_estimate == words.estimate_tokens(stub.content)
+        assert plan.estimator_name == "words"
+
+    def test_an_excerpted_result_is_dropped_with_its_exchange(self) -> None:
+        plan = self.chain(DropOldestPolicy()).decide(AGENT, capped(150))
+        assert [fates(plan)[turn_id] for turn_id in ("a1", "r1", "r2")] == [
+            "drop",
+            "drop",
+            "excerpt",
+        ]
+
+    def test_an_excerpted_result_is_summarized_at_its_excerpts_price(self) -> None:
+        plan = self.chain(SummarizingPolicy("p", 0.5, 2)).decide(AGENT, capped(150))
+        excerpted = ExcerptingPolicy().decide(AGENT, capped(150))
+        request = plan.summarization_requests[0]
+        assert "r1" in request.turn_ids
+        span = sum(
+            action.replacement.token_estimate if action.replacement else turn.token_estimate
+            for turn, action in zip(AGENT.turns, excerpted.actions, strict=True)
+            if turn.turn_id in request.turn_ids
+        )
+        assert request.target_tokens == max(1, round(span * 0.5))
+
+    def test_it_runs_even_when_the_view_fits_wherever_it_stands(self) -> None:
+        roomy = capped(10_000)
+        for chain in (
+            PolicyChain((ObservationMaskingPolicy(), ExcerptingPolicy())),
+            PolicyChain((DropOldestPolicy(), PolicyChain((ExcerptingPolicy(),)))),
+        ):
+            assert fates(chain.decide(AGENT, roomy))["r1"] == "excerpt"
+
+    def test_without_a_cap_a_chain_with_it_plans_as_the_chain_without(self) -> None:
+        for members, budget in (
+            ((ObservationMaskingPolicy(), SummarizingPolicy("p"), DropOldestPolicy()), 320),
+            ((ObservationMaskingPolicy(0), DropOldestPolicy()), 300),
+            ((SummarizingPolicy("p", min_span_turns=2), DropOldestPolicy()), 400),
+        ):
+            uncapped = capped(budget, cap=None)
+            with_it = self.chain(*members).decide(AGENT, uncapped).to_dict()
+            without = PolicyChain(members).decide(AGENT, uncapped).to_dict()
+            assert with_it.pop("policy_name").startswith("chain(excerpting@1.0.0+")
+            without.pop("policy_name")
+            assert with_it == without
+
+    def test_a_priority_member_tolerates_excerpts(self) -> None:
+        masking = self.chain(PriorityPolicy(mask_results=True)).decide(AGENT, capped(190))
+        r1 = AGENT.turns[3]
+        assert fates(masking)["r1"] == "mask"
+        stub = masking.actions[3].replacement
+        assert stub is not None
+        assert stub.content == ObservationMaskingPolicy().stub(r1.content, r1.token_estimate)
+        dropping = self.chain(PriorityPolicy()).decide(AGENT, capped(150))
+        assert fates(dropping)["r1"] == "drop"
+        assert fates(dropping)["r2"] == "excerpt"
+
+    def test_a_foreign_member_sees_the_excerpts_in_its_projection(self) -> None:
+        spy = Spy()
+        plan = self.chain(spy).decide(AGENT, capped(150))
+        (view,) = spy.views
+        assert view.turns[3].content == plan.actions[3].replacement.content  # type: ignore[union-attr]
+        assert view.turns[3].metadata["cutctx.kind"] == "excerpt"
+        assert view.turns[3].metadata["cutctx.original_tokens"] == str(
+            AGENT.turns[3].token_estimate
+        )
+
+    def test_a_foreign_excerpting_member_is_composed_like_a_built_in_one(self) -> None:
+        foreign = PolicyChain((Foreign(ExcerptingPolicy()), ObservationMaskingPolicy(0)))
+        built_in = self.chain(ObservationMaskingPolicy(0))
+        assert (
+            foreign.decide(AGENT, capped(150)).to_dict()
+            == built_in.decide(AGENT, capped(150)).to_dict()
+        )
+
+
+def test_a_chain_keeps_the_marks_of_a_first_member_that_changed_nothing() -> None:
+    """A member that kept everything but recorded its estimator: the next member decides over
+    the real transcript, and the chain still keeps the first marks recorded."""
+
+    class Named:
+        name, version = "named", "1"
+
+        def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+            total = transcript.token_estimate()
+            return CompactionPlan(
+                actions=tuple(TurnAction(t.turn_id, Action.KEEP) for t in transcript.turns),
+                tokens_before=total,
+                tokens_after_estimate=total,
+                policy_name=self.name,
+                policy_version=self.version,
+                budget_unmet=total > budget.max_tokens,
+                transcript=transcript,
+                budget=budget,
+                estimator_name="first",
+            )
+
+    plan = PolicyChain((Named(), ObservationMaskingPolicy(0))).decide(AGENT, capped(300))
+    assert "mask" in fates(plan).values()
+    assert (plan.estimator_ratio, plan.estimator_name) == (None, "first")

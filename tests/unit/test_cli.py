@@ -8,6 +8,7 @@ command line's own code.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -28,14 +29,16 @@ from cutctx import (
     CompactionBudget,
     CompactionRecord,
     DropOldestPolicy,
+    ExcerptingPolicy,
     SummarizingPolicy,
     TokenizerEstimator,
     compact_messages,
     explain,
 )
-from cutctx._cli import main
-from cutctx._cli.job import build_policy, rebuilt_policy
-from cutctx.formats import anthropic, openai_chat
+from cutctx._cli import main, views
+from cutctx._cli.inputs import Conversation
+from cutctx._cli.job import Job, Settings, build_policy, rebuilt_policy
+from cutctx.formats import OPENAI_CHAT, anthropic, openai_chat
 from cutctx.formats._detect import detect
 from tests.cli_cases import (
     anthropic_body,
@@ -1037,3 +1040,41 @@ class TestRebuiltPolicy:
         again = rebuilt_policy(record, estimator)
         assert again is not None
         assert (again.name, again.version) == (policy.name, policy.version)
+
+
+class TestExcerptsInTheViews:
+    """The plan table and page show an excerpt as they show a stub: its price before and after."""
+
+    @staticmethod
+    def job(cap: int | None) -> Job:
+        conversation = Conversation("chat", chat_messages(), OPENAI_CHAT)
+        job = Job.prepare(conversation, Settings(max_tokens=100_000), plan=False)
+        budget = CompactionBudget(100_000, 4, max_result_tokens=cap)
+        plan = ExcerptingPolicy().decide(job.transcript, budget)
+        return dataclasses.replace(job, budget=budget, policy=ExcerptingPolicy(), plan=plan)
+
+    def test_the_table_shows_each_excerpt_and_counts_them(self) -> None:
+        job = self.job(100)
+        excerpted = [a.turn_id for a in job.decided.actions if a.action is Action.EXCERPT]
+        assert len(excerpted) == 3
+        lines = views.rows(job, explain(job.decided, job.transcript, job.budget))
+        shown = [row for row in lines if row.action is Action.EXCERPT]
+        assert [row.turn_id for row in shown] == excerpted
+        assert all(row.after <= 100 < row.tokens for row in shown)
+        text = views.table(job, lines)
+        assert f"{shown[0].tokens}->{shown[0].after}" in text
+        assert "3 excerpted" in text
+        assert "excerpted: tool result over the cap of 100 tokens" in text
+
+    def test_the_page_has_an_excerpt_key_only_when_the_plan_excerpts(self) -> None:
+        job = self.job(100)
+        page = views.html_page(
+            job, views.rows(job, explain(job.decided, job.transcript, job.budget))
+        )
+        assert '<span class="key excerpt">excerpt</span>' in page
+        assert 'class="turn excerpt"' in page
+        plain = self.job(None)
+        quiet = views.html_page(
+            plain, views.rows(plain, explain(plain.decided, plain.transcript, plain.budget))
+        )
+        assert "excerpt" not in quiet.replace("excerpting@1.0.0", "")

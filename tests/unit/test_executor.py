@@ -26,6 +26,8 @@ from cutctx import (
     CompactionExecutor,
     CompactionPlan,
     DropOldestPolicy,
+    ExcerptingPolicy,
+    ObservationMaskingPolicy,
     PlanTranscriptMismatch,
     Role,
     SummarizationRequest,
@@ -36,6 +38,7 @@ from cutctx import (
     TurnReplacement,
 )
 from tests.contract import REPORT_FIELDS
+from tests.excerpt_cases import AGENT, BUILD_LOG, TEST_LOG, capped
 
 TURNS = (
     TranscriptTurn("s", Role.SYSTEM, "You are careful.", 10),
@@ -449,3 +452,93 @@ class TestAViewIsAnOrdinaryTranscript:
         again = EXECUTOR.apply(view, plan).transcript
         assert again == view
         assert all(new is old for new, old in zip(again.turns, view.turns, strict=True))
+
+
+class TestCompactionExecutorExcerpts:
+    """An excerpted result is placed as a masked one is: same id, role, call id and place."""
+
+    def test_an_excerpted_turn_keeps_its_place_and_gains_its_excerpt(self) -> None:
+        plan = ExcerptingPolicy().decide(AGENT, capped(10_000))
+        view = EXECUTOR.apply(AGENT, plan).transcript
+        assert view.turn_ids() == AGENT.turn_ids()
+        for before, after, action in zip(AGENT.turns, view.turns, plan.actions, strict=True):
+            if action.action is Action.KEEP:
+                assert after is before
+                continue
+            assert action.action is Action.EXCERPT
+            assert action.replacement is not None
+            assert (after.turn_id, after.role, after.tool_call_id, after.pinned) == (
+                before.turn_id,
+                before.role,
+                before.tool_call_id,
+                before.pinned,
+            )
+            assert after.content == action.replacement.content
+            assert after.token_estimate == action.replacement.token_estimate
+            assert dict(after.metadata) == {
+                "cutctx.kind": "excerpt",
+                "cutctx.original_tokens": str(before.token_estimate),
+                "cutctx.original_sha256": sha256_of(before.content),
+            }
+        assert view.token_estimate() == plan.tokens_after_estimate
+        assert [turn.content for turn in AGENT.turns if turn.role is Role.TOOL] == [
+            BUILD_LOG,
+            TEST_LOG,
+        ]
+
+    def test_the_turns_own_metadata_is_kept_beside_the_excerpt_marks(self) -> None:
+        turns = list(AGENT.turns)
+        r1 = turns[3]
+        turns[3] = TranscriptTurn(
+            r1.turn_id,
+            r1.role,
+            r1.content,
+            r1.token_estimate,
+            r1.tool_call_id,
+            metadata={"cutctx.tool_name": "build"},
+        )
+        transcript = Transcript(tuple(turns))
+        view = EXECUTOR.apply(transcript, ExcerptingPolicy().decide(transcript, capped(10_000)))
+        assert view.transcript.turns[3].metadata["cutctx.tool_name"] == "build"
+        assert view.transcript.turns[3].metadata["cutctx.kind"] == "excerpt"
+
+    def test_the_report_lists_the_excerpted_turns_apart_from_the_kept_ones(self) -> None:
+        plan = ExcerptingPolicy().decide(AGENT, capped(10_000))
+        report = EXECUTOR.apply(AGENT, plan).report
+        assert report.excerpted_turn_ids == ("r1", "r2")
+        assert "r1" not in report.kept_turn_ids
+        assert (report.turns_before, report.turns_after) == (8, 8)
+        data = report.to_dict()
+        assert data["excerpted_turn_ids"] == ["r1", "r2"]
+        assert set(data) == SPEC_REPORT_FIELDS | {"excerpted_turn_ids"}
+
+    def test_a_report_without_excerpts_has_no_excerpted_key(self) -> None:
+        plan = ExcerptingPolicy().decide(AGENT, capped(10_000, cap=None))
+        data = EXECUTOR.apply(AGENT, plan).report.to_dict()
+        assert "excerpted_turn_ids" not in data
+        assert set(data) == SPEC_REPORT_FIELDS
+
+    def test_an_excerpted_pinned_result_is_applied_not_refused_as_removed(self) -> None:
+        turns = list(AGENT.turns)
+        r2 = turns[6]
+        turns[6] = TranscriptTurn(
+            r2.turn_id, r2.role, r2.content, r2.token_estimate, r2.tool_call_id, pinned=True
+        )
+        transcript = Transcript(tuple(turns))
+        plan = ExcerptingPolicy().decide(transcript, capped(10_000, protected=0))
+        view = EXECUTOR.apply(transcript, plan).transcript
+        assert view.turns[6].pinned
+        assert view.turns[6].metadata["cutctx.kind"] == "excerpt"
+
+    def test_a_view_with_an_excerpt_masks_it_with_the_originals_digest_and_estimate(
+        self,
+    ) -> None:
+        view = EXECUTOR.apply(AGENT, ExcerptingPolicy().decide(AGENT, capped(10_000))).transcript
+        plan = ObservationMaskingPolicy(0).decide(view, capped(150, protected=0, cap=None))
+        masked = plan.actions[3]
+        assert masked.action is Action.MASK
+        assert masked.replacement is not None
+        original = AGENT.turns[3]
+        assert masked.replacement.content == ObservationMaskingPolicy().stub(
+            original.content, original.token_estimate
+        )

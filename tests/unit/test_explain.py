@@ -12,6 +12,7 @@ from cutctx import (
     CompactionBudget,
     CompactionPlan,
     DropOldestPolicy,
+    ExcerptingPolicy,
     ObservationMaskingPolicy,
     PlanTranscriptMismatch,
     Role,
@@ -22,6 +23,7 @@ from cutctx import (
     TurnReplacement,
     explain,
 )
+from tests.excerpt_cases import AGENT, capped
 
 # s system; u1 user; a1 + t1 one exchange (c1); u2 pinned; a2 + t2 an exchange (c2); a3 last.
 TRANSCRIPT = Transcript(
@@ -54,6 +56,22 @@ class TestExplain:
             "kept: the transcript fits the budget",
             "untouchable: protected tail (the last 2 turns)",
             "untouchable: protected tail (the last 2 turns)",
+        )
+
+    def test_an_excerpt_names_the_cap_and_both_prices(self) -> None:
+        budget = capped(10_000)
+        plan = ExcerptingPolicy().decide(AGENT, budget)
+        reasons = explain(plan, AGENT, budget)
+        r1, r2 = plan.actions[3].replacement, plan.actions[6].replacement
+        assert r1 is not None
+        assert r2 is not None
+        assert reasons[3] == (
+            f"excerpted: tool result over the cap of 80 tokens "
+            f"({AGENT.turns[3].token_estimate} → {r1.token_estimate} tokens)"
+        )
+        assert reasons[6] == (
+            f"excerpted: tool result over the cap of 80 tokens (untouchable) "
+            f"({AGENT.turns[6].token_estimate} → {r2.token_estimate} tokens)"
         )
 
     def test_dropping_names_each_exchange_and_its_size(self) -> None:

@@ -33,6 +33,7 @@ from cutctx import (
     TurnAction,
     TurnReplacement,
 )
+from cutctx._core.excerpts import excerpt
 from cutctx._core.invariants import layout
 
 if TYPE_CHECKING:
@@ -538,3 +539,221 @@ class TestLayout:
         shape.require_satisfiable(CompactionBudget(70, 1))
         with pytest.raises(BudgetUnsatisfiable):
             shape.require_satisfiable(CompactionBudget(69, 1))
+
+
+# A transcript whose last turn, protected under CompactionBudget(..., 1), is a large log.
+LOG = "".join(f"step {n}: ok\n" for n in range(1, 101))
+LOG_TOKENS = 300  # its text prices at 297 by the character default: 3 tokens of framing
+BIG = Transcript(
+    (
+        TranscriptTurn("s", Role.SYSTEM, "system prompt", 10),
+        TranscriptTurn("u1", Role.USER, "question", 20),
+        TranscriptTurn("a1", Role.ASSISTANT, "calling a tool", 30, "c1"),
+        TranscriptTurn("t1", Role.TOOL, LOG, LOG_TOKENS, "c1"),
+    )
+)
+CAP = 80
+
+
+def chars(text: str) -> int:
+    return -(-len(text) // 4)
+
+
+def excerpt_of_log(cap: int = CAP) -> TurnReplacement:
+    made = excerpt(LOG, cap, chars, LOG_TOKENS - chars(LOG))
+    assert made is not None
+    return TurnReplacement(made, LOG_TOKENS - chars(LOG) + chars(made))
+
+
+def excerpting(
+    replacement: TurnReplacement, others: Mapping[str, Action] | None = None
+) -> tuple[TurnAction, ...]:
+    chosen = dict(others or {})
+    return tuple(
+        TurnAction(turn.turn_id, Action.EXCERPT, None, replacement)
+        if turn.turn_id == "t1"
+        else TurnAction(turn.turn_id, chosen.get(turn.turn_id, Action.KEEP))
+        for turn in BIG.turns
+    )
+
+
+def capped(max_tokens: int, cap: int | None = CAP) -> CompactionBudget:
+    return CompactionBudget(max_tokens, 1, max_result_tokens=cap)
+
+
+class TestExcerptsAreChecked:
+    def test_an_untouchable_result_over_the_cap_may_be_excerpted(self) -> None:
+        replacement = excerpt_of_log()
+        after = 60 + replacement.token_estimate
+        made = plan(
+            excerpting(replacement),
+            after=after,
+            unmet=False,
+            before=360,
+            transcript=BIG,
+            budget=capped(after),
+        )
+        assert made.actions[3].action is Action.EXCERPT
+        assert replacement.token_estimate <= CAP
+
+    def test_the_untouchable_set_counts_an_excerpt_at_its_price(self) -> None:
+        replacement = excerpt_of_log()
+        # s and t1 are untouchable: 10 + 300 at full price, 10 + the excerpt as planned.
+        budget = capped(10 + replacement.token_estimate)
+        with pytest.raises(BudgetUnsatisfiable) as caught:
+            plan(
+                excerpting(replacement),
+                after=60 + replacement.token_estimate,
+                unmet=True,
+                before=360,
+                transcript=BIG,
+                budget=capped(10 + replacement.token_estimate - 1),
+            )
+        assert caught.value.details["untouchable_tokens"] == 10 + replacement.token_estimate
+        with pytest.raises(BudgetUnsatisfiable) as kept:
+            plan(actions({}, BIG), after=360, unmet=True, before=360, transcript=BIG, budget=budget)
+        assert kept.value.details["untouchable_tokens"] == 310  # not excerpted: its full price
+
+    def test_an_excerpt_counts_at_its_price_in_the_estimate(self) -> None:
+        replacement = excerpt_of_log()
+        found = violations(
+            excerpting(replacement),
+            after=360,
+            unmet=False,
+            before=360,
+            transcript=BIG,
+            budget=capped(1000),
+        )
+        only(found, "tokens_after_estimate", str(60 + replacement.token_estimate))
+
+    def test_an_excerpt_of_a_turn_that_is_not_a_tool_result_is_refused(self) -> None:
+        replacement = excerpt_of_log()
+        turns = (*BIG.turns[:3], TranscriptTurn("t1", Role.USER, LOG, LOG_TOKENS, "c1"))
+        found = violations(
+            excerpting(replacement),
+            after=60 + replacement.token_estimate,
+            unmet=False,
+            before=360,
+            transcript=Transcript(turns),
+            budget=capped(1000),
+        )
+        only(found, "'t1'", "not a tool result")
+
+    def test_an_excerpt_under_a_budget_without_a_cap_is_refused(self) -> None:
+        replacement = excerpt_of_log()
+        found = violations(
+            excerpting(replacement),
+            after=60 + replacement.token_estimate,
+            unmet=False,
+            before=360,
+            transcript=BIG,
+            budget=capped(1000, None),
+        )
+        only(found, "'t1'", "no max_result_tokens")
+
+    def test_an_excerpt_of_a_result_within_the_cap_is_refused(self) -> None:
+        replacement = excerpt_of_log()
+        found = violations(
+            excerpting(replacement),
+            after=60 + replacement.token_estimate,
+            unmet=False,
+            before=360,
+            transcript=BIG,
+            budget=capped(1000, LOG_TOKENS),
+        )
+        only(found, "'t1'", "not over max_result_tokens", "300 <= 300")
+
+    def test_an_excerpt_priced_over_the_cap_is_refused(self) -> None:
+        replacement = excerpt_of_log()
+        found = violations(
+            excerpting(TurnReplacement(replacement.content, CAP + 1)),
+            after=60 + CAP + 1,
+            unmet=False,
+            before=360,
+            transcript=BIG,
+            budget=capped(1000),
+        )
+        only(found, "excerpt of 't1'", f"{CAP + 1} > {CAP}")
+
+    @pytest.mark.parametrize(
+        "edit",
+        [
+            lambda text: text.replace("step 1: ok", "step 1: failed"),
+            lambda text: text.replace("left out", "omitted"),
+            lambda text: "extra line\n" + text,
+            lambda _text: "step 1: ok\n",
+        ],
+        ids=["an edited line", "no elision line", "a line not in the original", "no elision"],
+    )
+    def test_an_excerpt_that_is_not_the_originals_head_and_tail_is_refused(
+        self, edit: object
+    ) -> None:
+        replacement = excerpt_of_log()
+        assert callable(edit)
+        found = violations(
+            excerpting(TurnReplacement(edit(replacement.content), 20)),
+            after=80,
+            unmet=False,
+            before=360,
+            transcript=BIG,
+            budget=capped(1000),
+        )
+        only(found, "excerpt of 't1'", "first lines, one elision line")
+
+    def test_an_excerpted_result_stays_in_its_exchange_as_a_kept_turn_does(self) -> None:
+        replacement = excerpt_of_log()
+        found = violations(
+            excerpting(replacement, {"a1": Action.DROP}),
+            after=30 + replacement.token_estimate,
+            unmet=False,
+            before=360,
+            transcript=BIG,
+            budget=CompactionBudget(1000, 0, max_result_tokens=CAP),
+        )
+        only(found, "split", "DROP beside EXCERPT")
+
+    def test_a_cap_does_not_let_an_untouchable_result_be_masked(self) -> None:
+        stub = TurnReplacement("stub", 2)
+        found = violations(
+            tuple(
+                TurnAction("t1", Action.MASK, None, stub)
+                if turn.turn_id == "t1"
+                else TurnAction(turn.turn_id, Action.KEEP)
+                for turn in BIG.turns
+            ),
+            after=62,
+            unmet=False,
+            before=360,
+            transcript=BIG,
+            budget=capped(1000),
+        )
+        only(found, "untouchable turn 't1' is not kept (MASK)")
+
+
+class TestRequireSatisfiableWithACap:
+    def test_an_untouchable_result_over_the_cap_counts_at_the_cap(self) -> None:
+        shape = layout(BIG, capped(0))
+        shape.require_satisfiable(capped(10 + CAP))
+        with pytest.raises(BudgetUnsatisfiable) as caught:
+            shape.require_satisfiable(capped(10 + CAP - 1))
+        assert caught.value.details == {
+            "untouchable_tokens": 10 + CAP,
+            "max_tokens": 10 + CAP - 1,
+            "untouchable_turn_count": 2,
+        }
+
+    def test_without_a_cap_it_counts_at_its_full_price(self) -> None:
+        with pytest.raises(BudgetUnsatisfiable) as caught:
+            layout(BIG, capped(0)).require_satisfiable(capped(10 + CAP, None))
+        assert caught.value.details["untouchable_tokens"] == 310
+
+    def test_only_tool_results_are_counted_at_the_cap(self) -> None:
+        transcript = Transcript(
+            (
+                TranscriptTurn("s", Role.SYSTEM, "rules", 500),
+                TranscriptTurn("t", Role.TOOL, "r", 500, "c"),
+            )
+        )
+        with pytest.raises(BudgetUnsatisfiable) as caught:
+            layout(transcript, capped(0)).require_satisfiable(capped(500))
+        assert caught.value.details["untouchable_tokens"] == 500 + CAP

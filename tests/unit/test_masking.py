@@ -23,6 +23,7 @@ from cutctx import (
     CompactionBudget,
     CompactionExecutor,
     ObservationMaskingPolicy,
+    Role,
     TokenizerEstimator,
     Transcript,
     TranscriptTurn,
@@ -497,3 +498,49 @@ class TestMaskingKnobs:
         with pytest.raises(ValidationError) as caught:
             ObservationMaskingPolicy(**arguments)
         assert caught.value.details["field"] == f"ObservationMaskingPolicy.{field}"
+
+
+class TestStubsOfExcerptedTurns:
+    """A turn marked as an excerpt is stubbed with its original's figures, read from metadata."""
+
+    @staticmethod
+    def excerpted(metadata: dict[str, str]) -> Transcript:
+        body = "head\n[cutctx: 9 lines left out (90 tokens), sha256:" + "a" * 64 + "]\ntail\n"
+        marks = {"cutctx.kind": "excerpt", **metadata}
+        return Transcript((TranscriptTurn("r", Role.TOOL, body, 40, "c", metadata=marks),))
+
+    @pytest.mark.parametrize(
+        "estimator", [None, TokenizerEstimator(lambda text: [0] * len(text.split()), name="w")]
+    )
+    def test_the_stub_names_the_original_estimate_and_digest(
+        self, estimator: TokenizerEstimator | None
+    ) -> None:
+        transcript = self.excerpted(
+            {"cutctx.original_tokens": "900", "cutctx.original_sha256": "b" * 64}
+        )
+        plan = ObservationMaskingPolicy(0, estimator=estimator).decide(
+            transcript, CompactionBudget(0, 0)
+        )
+        stub = plan.actions[0].replacement
+        assert stub is not None
+        assert stub.content == f"{DEFAULT_PLACEHOLDER} (original: 900 tokens, sha256:{'b' * 64})"
+
+    @pytest.mark.parametrize(
+        "metadata",
+        [
+            {"cutctx.original_tokens": "nine", "cutctx.original_sha256": "b" * 64},
+            {"cutctx.original_tokens": "٩٠٠", "cutctx.original_sha256": "b" * 64},
+            {"cutctx.original_tokens": "900", "cutctx.original_sha256": "B" * 64},
+            {"cutctx.original_tokens": "900", "cutctx.original_sha256": "b" * 63},
+            {"cutctx.original_tokens": "900"},
+        ],
+    )
+    def test_malformed_marks_name_the_turn_itself(self, metadata: dict[str, str]) -> None:
+        transcript = self.excerpted(metadata)
+        plan = ObservationMaskingPolicy(0).decide(transcript, CompactionBudget(0, 0))
+        stub = plan.actions[0].replacement
+        turn = transcript.turns[0]
+        assert stub is not None
+        assert stub.content == (
+            f"{DEFAULT_PLACEHOLDER} (original: 40 tokens, sha256:{sha256_of(turn.content)})"
+        )

@@ -24,6 +24,7 @@ from cutctx import (
     Action,
     CompactionBudget,
     CompactionPlan,
+    ExcerptingPolicy,
     ObservationMaskingPolicy,
     Role,
     SummarizationRequest,
@@ -455,7 +456,9 @@ def awkward_plans(draw: st.DrawFn) -> CompactionPlan:
     names = st.text(min_size=1).filter(lambda text: not text.isspace())
     ids = draw(st.lists(names, min_size=1, max_size=8, unique=True))
     turns = tuple(TranscriptTurn(i, Role.TOOL, "body", 50, f"call-{n}") for n, i in enumerate(ids))
-    kinds = draw(st.lists(st.sampled_from(list(Action)), min_size=len(ids), max_size=len(ids)))
+    # An excerpt must be one of its original's excerpts: the excerpt tests cover its text.
+    choices = [action for action in Action if action is not Action.EXCERPT]
+    kinds = draw(st.lists(st.sampled_from(choices), min_size=len(ids), max_size=len(ids)))
     stubs = draw(st.lists(st.text(), min_size=len(ids), max_size=len(ids)))
     summarized = tuple(i for i, kind in zip(ids, kinds, strict=True) if kind is Action.SUMMARIZE)
     group_id = "span-" + sha256_of("\0".join(summarized))[:16]
@@ -523,3 +526,18 @@ def test_stubs_are_written_as_canonical_json_whatever_their_label(placeholder: s
     assert any(action.action is Action.MASK for action in plan.actions)
     assert plan.to_json() == canonical_json(plan.to_dict())
     assert plan.plan_hash() == hashlib.sha256(plan.to_json().encode("utf-8")).hexdigest()
+
+
+def test_an_excerpt_is_written_as_canonical_json_whatever_its_text() -> None:
+    """An excerpt holds the result's own lines (quotes, backslashes, control characters,
+    non-ASCII): it is never written by the stubs' no-escape shortcut."""
+    body = "".join(f'line {n}: "quoted" back\\slash \x01 é中 \t\n' for n in range(200))
+    transcript = Transcript((TranscriptTurn("r", Role.TOOL, body, math.ceil(len(body) / 4), "c"),))
+    budget = CompactionBudget(10_000, 1, max_result_tokens=200)
+    plan = ExcerptingPolicy().decide(transcript, budget)
+    assert plan.actions[0].action is Action.EXCERPT
+    assert plan.to_json() == canonical_json(plan.to_dict())
+    assert plan.plan_hash() == hashlib.sha256(plan.to_json().encode("utf-8")).hexdigest()
+    back = CompactionPlan.from_json(plan.to_json(), transcript=transcript, budget=budget)
+    assert back == plan
+    assert back.plan_hash() == plan.plan_hash()

@@ -13,7 +13,9 @@ from cutctx import (
     CompactionBudget,
     CompactionPlan,
     DropOldestPolicy,
+    ExcerptingPolicy,
     ObservationMaskingPolicy,
+    PolicyChain,
     Role,
     TokenizerEstimator,
     Transcript,
@@ -39,10 +41,12 @@ BUDGET = CompactionBudget(200, protected_recent_turns=1)
 WIDE = CompactionBudget(10_000)
 CHAIN_BUDGET = CompactionBudget(300, protected_recent_turns=1)
 TAIL_BUDGET = CompactionBudget(400, protected_recent_turns=4)
+CAPPED = CompactionBudget(10_000, protected_recent_turns=4, max_result_tokens=100)
+CAPPED_TIGHT = CompactionBudget(300, protected_recent_turns=1, max_result_tokens=100)
 
 
 def cases() -> list[tuple[CompactionPlan, CompactionBudget]]:
-    """Plans that keep, mask, summarize and drop, one priced by a named estimator; budgets."""
+    """Plans that keep, mask, summarize, drop and excerpt, one priced by a named estimator."""
     words = TokenizerEstimator(lambda text: [0] * len(text.split()), name="words")
     chain = default_chain(prompt_id="p", min_span_turns=2)
     made = [
@@ -52,6 +56,8 @@ def cases() -> list[tuple[CompactionPlan, CompactionBudget]]:
         (ObservationMaskingPolicy(0, estimator=words), BUDGET),
         (chain, CHAIN_BUDGET),
         (default_chain(prompt_id="p", keep_recent_results=0, min_span_turns=2), TAIL_BUDGET),
+        (ExcerptingPolicy(recall_tool="cutctx_recall"), CAPPED),
+        (PolicyChain((ExcerptingPolicy(), ObservationMaskingPolicy(0))), CAPPED_TIGHT),
     ]
     return [(policy.decide(TRANSCRIPT, budget), budget) for policy, budget in made]
 
@@ -72,7 +78,7 @@ class TestFromDict:
 
     def test_the_plans_cover_every_action_and_a_named_estimator(self) -> None:
         wires = {a["action"] for p in plans() for a in p.to_dict()["actions"]}
-        assert wires == {"keep", "mask", "summarize", "drop"}
+        assert wires == {"keep", "mask", "summarize", "drop", "excerpt"}
         assert any(p.estimator_name == "words" for p in plans())
 
     def test_the_callers_dict_is_not_changed(self) -> None:

@@ -89,6 +89,8 @@ ADDED_LOOP = {"ContextWindow", "WindowStats", "BoundedSummarizingPolicy"}
 # The priority policy (docs/policies.md), for the shedding order context-clipper's users know,
 # and the two message keys of context-clipper's that users write (docs/contract.md).
 ADDED_PRIORITY = {"PriorityPolicy", "PRIORITY_KEY", "STICKY_KEY"}
+# The excerpting policy (docs/policies.md): tool results over the budget's max_result_tokens.
+ADDED_EXCERPTS = {"ExcerptingPolicy"}
 ADDED_OPTIONALLY = {"compact_messages", "CompactedMessages"}
 
 
@@ -106,7 +108,8 @@ class TestExports:
         exported = set(cutctx.__all__)
         assert len(exported) == len(cutctx.__all__), "a name is exported twice"
         assert (
-            exported - ADDED_OPTIONALLY == DOCUMENTED | ADDED_ALWAYS | ADDED_LOOP | ADDED_PRIORITY
+            exported - ADDED_OPTIONALLY
+            == DOCUMENTED | ADDED_ALWAYS | ADDED_LOOP | ADDED_PRIORITY | ADDED_EXCERPTS
         )
         optional = exported & ADDED_OPTIONALLY
         assert optional in (set(), ADDED_OPTIONALLY), "the helper and its result come together"
@@ -219,7 +222,7 @@ class TestFieldOrder:
         ("kind", "expected"),
         [
             (CompactionPlan, [*PLAN_FIELDS, "transcript", "budget", "estimator_name"]),
-            (CompactionReport, [*REPORT_FIELDS, "estimator_name"]),
+            (CompactionReport, [*REPORT_FIELDS, "estimator_name", "excerpted_turn_ids"]),
         ],
         ids=lambda value: getattr(value, "__name__", ""),
     )
@@ -230,6 +233,11 @@ class TestFieldOrder:
         parameters = inspect.signature(kind).parameters
         assert list(parameters) == expected
         assert {p.kind for p in parameters.values()} == {inspect.Parameter.KEYWORD_ONLY}
+
+    def test_the_budget_takes_its_result_cap_by_keyword_only_and_off_by_default(self) -> None:
+        parameter = inspect.signature(CompactionBudget).parameters["max_result_tokens"]
+        assert parameter.kind is inspect.Parameter.KEYWORD_ONLY
+        assert parameter.default is None
 
     def test_the_plan_defaults_what_0_1_defaulted_and_requires_transcript_and_budget(
         self,

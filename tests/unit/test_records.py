@@ -17,6 +17,7 @@ from cutctx import (
     CompactionPlan,
     CompactionRecord,
     DropOldestPolicy,
+    ExcerptingPolicy,
     ObservationMaskingPolicy,
     PlanTranscriptMismatch,
     PolicyChain,
@@ -88,7 +89,10 @@ BUILT_IN: list[CompactionPolicy] = [
     ObservationMaskingPolicy(0, exclude_tools=("memory",), min_reclaim=100),
     PriorityPolicy(mask_results=True, keep_recent_results=1),
     PolicyChain((BoundedSummarizingPolicy("p", max_input_tokens=400), DropOldestPolicy())),
+    ExcerptingPolicy(recall_tool="cutctx_recall"),
+    PolicyChain((ExcerptingPolicy(), ObservationMaskingPolicy(0), DropOldestPolicy())),
 ]
+CAPPED = CompactionBudget(400, protected_recent_turns=2, max_result_tokens=100)
 
 
 def record_of(
@@ -420,7 +424,7 @@ class TestToDictAndFromDict:
 class TestVerify:
     @pytest.mark.parametrize("policy", BUILT_IN, ids=lambda p: p.name)
     @pytest.mark.parametrize(
-        "budget", [BUDGET, CompactionBudget(10_000), CompactionBudget(400, 2)], ids=str
+        "budget", [BUDGET, CompactionBudget(10_000), CompactionBudget(400, 2), CAPPED], ids=str
     )
     def test_a_fresh_record_verifies(
         self, policy: CompactionPolicy, budget: CompactionBudget
@@ -472,6 +476,17 @@ class TestVerify:
 
         result = verify(edited(record, restub), TRANSCRIPT)
         assert "the actions differ at 1 turn(s): 't1' (mask (" in result.differences[1]
+
+    def test_an_edited_excerpt_is_named_on_its_turn(self) -> None:
+        record = record_of(ExcerptingPolicy(), CAPPED)
+        index = [a["action"] for a in record.to_dict()["plan"]["actions"]].index("excerpt")
+
+        def edit(data: dict[str, Any]) -> None:
+            data["plan"]["actions"][index]["replacement"]["token_estimate"] -= 1
+
+        result = verify(edited(record, edit), TRANSCRIPT)
+        assert result.differences[1].startswith("the actions differ at 1 turn(s): 't1' (excerpt (")
+        assert ", excerpt " in result.differences[1]
 
     def test_an_edited_figure_of_the_plan_is_named(self) -> None:
         record = record_of(DropOldestPolicy())
@@ -616,6 +631,55 @@ class TestVerify:
             verify(*arguments)
 
 
+class TestBudgetsWithAResultCap:
+    def test_a_budget_without_a_cap_is_written_as_before_it_existed(self) -> None:
+        assert record_of(DropOldestPolicy()).to_dict()["budget"] == {
+            "max_tokens": 300,
+            "protected_recent_turns": 1,
+        }
+
+    def test_a_capped_budget_is_written_with_its_cap_and_read_back(self) -> None:
+        policy = PolicyChain((ExcerptingPolicy(), ObservationMaskingPolicy(0)))
+        record = record_of(policy, CompactionBudget(1000, 2, max_result_tokens=100))
+        data = json.loads(json.dumps(record.to_dict()))
+        assert data["budget"] == {
+            "max_tokens": 1000,
+            "protected_recent_turns": 2,
+            "max_result_tokens": 100,
+        }
+        assert "excerpt" in {action["action"] for action in data["plan"]["actions"]}
+        back = CompactionRecord.from_dict(data)
+        assert back == record
+        assert back.budget.max_result_tokens == 100
+        assert verify(back, TRANSCRIPT).ok
+
+    def test_a_cap_edited_after_the_record_was_made_is_named(self) -> None:
+        record = record_of(ExcerptingPolicy(), CAPPED)
+        result = verify(
+            edited(record, lambda d: d["budget"].update(max_result_tokens=120)), TRANSCRIPT
+        )
+        assert not result.ok
+        assert result.differences[0] == (
+            "the record's budget was edited after it was made (its seal differs)"
+        )
+        assert any("differ" in line for line in result.differences[1:])
+
+    def test_a_cap_removed_from_the_record_is_named(self) -> None:
+        record = record_of(ExcerptingPolicy(), CAPPED)
+        result = verify(edited(record, lambda d: d["budget"].pop("max_result_tokens")), TRANSCRIPT)
+        assert result.differences[0].startswith("the record's budget was edited")
+
+    def test_a_bad_cap_in_a_record_is_refused_naming_it(self) -> None:
+        record = record_of(ExcerptingPolicy(), CAPPED)
+        with pytest.raises(ValidationError, match="max_result_tokens"):
+            edited(record, lambda d: d["budget"].update(max_result_tokens=0))
+
+    def test_another_budget_key_is_still_refused(self) -> None:
+        record = record_of(ExcerptingPolicy(), CAPPED)
+        with pytest.raises(ValidationError, match="budget holds the unknown key 'cap'"):
+            edited(record, lambda d: d["budget"].update(cap=3))
+
+
 class TestVerification:
     def test_ok_means_no_differences(self) -> None:
         assert Verification(ok=True).differences == ()
@@ -648,6 +712,17 @@ class TestPolicyTable:
         assert config.text("label", "x") == "x"
         assert config.number("ratio", 0.5) == 0.5
         config.finish()
+
+    def test_the_excerpting_row_reads_its_tool_and_estimator(self) -> None:
+        assert policy_config(ExcerptingPolicy(recall_tool="look")) == {
+            "estimator": {"chars_per_token": 4.0},
+            "recall_tool": "look",
+        }
+        made = rebuild("excerpting", {"estimator": {"chars_per_token": 3.0}})
+        assert isinstance(made, ExcerptingPolicy)
+        assert made.recall_tool is None
+        with pytest.raises(ValidationError, match=r"policy\.config\.recall_tool"):
+            rebuild("excerpting", {"estimator": {"chars_per_token": 3.0}, "recall_tool": 3})
 
     def test_a_class_without_a_row_has_no_configuration(self) -> None:
         assert policy_config(Custom()) is None

@@ -77,6 +77,14 @@ class TestCompactionReport:
         assert named["estimator_name"] == "tiktoken:cl100k_base"
         assert set(named) == {*SPEC_FIELDS, "estimator_name"}
 
+    def test_excerpted_turn_ids_is_a_key_only_when_not_empty(self) -> None:
+        assert report().excerpted_turn_ids == ()
+        assert "excerpted_turn_ids" not in report().to_dict()
+        data = report(excerpted_turn_ids=("t9",)).to_dict()
+        assert data["excerpted_turn_ids"] == ["t9"]
+        assert type(data["excerpted_turn_ids"]) is list
+        assert set(data) == {*SPEC_FIELDS, "excerpted_turn_ids"}
+
     def test_is_frozen_and_slotted(self) -> None:
         value = report()
         with pytest.raises(dataclasses.FrozenInstanceError):

@@ -54,8 +54,18 @@ class TestRole:
 
 
 class TestAction:
-    def test_has_exactly_the_four_actions(self) -> None:
-        assert [action.name for action in Action] == ["KEEP", "MASK", "SUMMARIZE", "DROP"]
+    def test_has_the_four_0_1_actions_in_order_then_excerpt(self) -> None:
+        assert [action.name for action in Action] == [
+            "KEEP",
+            "MASK",
+            "SUMMARIZE",
+            "DROP",
+            "EXCERPT",
+        ]
+
+    def test_excerpts_wire_string_is_excerpt(self) -> None:
+        assert Action.EXCERPT.value == "excerpt"
+        assert Action("excerpt") is Action.EXCERPT
 
 
 class TestConstants:
@@ -254,6 +264,34 @@ class TestCompactionBudget:
     def test_bad_figure_is_refused(self, kwargs: dict[str, Any], field: str) -> None:
         refused(lambda: CompactionBudget(**kwargs), f"CompactionBudget.{field}")
 
+    def test_the_result_cap_is_off_by_default_and_keeps_0_1_repr(self) -> None:
+        budget = CompactionBudget(100, 2)
+        assert budget.max_result_tokens is None
+        assert repr(budget) == "CompactionBudget(max_tokens=100, protected_recent_turns=2)"
+        assert budget == CompactionBudget(100, 2, max_result_tokens=None)
+
+    def test_a_set_cap_is_held_compared_and_shown(self) -> None:
+        budget = CompactionBudget(100, 2, max_result_tokens=1)
+        assert budget.max_result_tokens == 1
+        assert budget != CompactionBudget(100, 2)
+        assert repr(budget) == (
+            "CompactionBudget(max_tokens=100, protected_recent_turns=2, max_result_tokens=1)"
+        )
+        assert copy.deepcopy(budget) == budget
+        assert pickle.loads(pickle.dumps(budget)) == budget  # noqa: S301 - our own bytes
+
+    @pytest.mark.parametrize("cap", [0, -3, True, 2.0, "10"])
+    def test_a_cap_below_one_or_not_an_int_is_refused(self, cap: object) -> None:
+        error = refused(
+            lambda: CompactionBudget(100, max_result_tokens=cap),  # type: ignore[arg-type]
+            "CompactionBudget.max_result_tokens",
+        )
+        assert "None or an int >= 1" in str(error)
+
+    def test_the_cap_is_keyword_only(self) -> None:
+        with pytest.raises(TypeError):
+            CompactionBudget(100, 4, 50)  # type: ignore[call-arg]
+
     def test_is_frozen_and_slotted(self) -> None:
         budget = CompactionBudget(5)
         with pytest.raises(dataclasses.FrozenInstanceError):
@@ -297,6 +335,8 @@ BAD_ACTIONS: list[tuple[str, Callable[[], object], str]] = [
     ("replacement on KEEP", lambda: TurnAction("t", Action.KEEP, None, STUB), "replacement"),
     ("replacement on DROP", lambda: TurnAction("t", Action.DROP, None, STUB), "replacement"),
     ("MASK without replacement", lambda: TurnAction("t", Action.MASK), "replacement"),
+    ("EXCERPT without replacement", lambda: TurnAction("t", Action.EXCERPT), "replacement"),
+    ("group on EXCERPT", lambda: TurnAction("t", Action.EXCERPT, "g", STUB), "summary_group"),
     ("group on KEEP", lambda: TurnAction("t", Action.KEEP, "span-1"), "summary_group"),
     ("group on DROP", lambda: TurnAction("t", Action.DROP, "span-1"), "summary_group"),
     ("group on MASK", lambda: TurnAction("t", Action.MASK, "span-1", STUB), "summary_group"),
@@ -313,6 +353,7 @@ BAD_ACTIONS: list[tuple[str, Callable[[], object], str]] = [
 class TestTurnAction:
     def test_mask_carries_its_replacement_and_summarize_its_group(self) -> None:
         assert TurnAction("t", Action.MASK, None, STUB).replacement is STUB
+        assert TurnAction("t", Action.EXCERPT, None, STUB).replacement is STUB
         assert TurnAction("t", Action.SUMMARIZE, "span-1").summary_group == "span-1"
 
     @pytest.mark.parametrize(
@@ -339,8 +380,17 @@ class TestTurnAction:
                 TurnAction("t", Action.SUMMARIZE, "g1"),
                 {"action": "summarize", "replacement": None, "summary_group": "g1", "turn_id": "t"},
             ),
+            (
+                TurnAction("t", Action.EXCERPT, None, STUB),
+                {
+                    "action": "excerpt",
+                    "replacement": {"content": "stub", "token_estimate": 1},
+                    "summary_group": None,
+                    "turn_id": "t",
+                },
+            ),
         ],
-        ids=["keep", "drop", "mask", "summarize"],
+        ids=["keep", "drop", "mask", "summarize", "excerpt"],
     )
     def test_to_dict_is_its_plain_json_piece(
         self, action: TurnAction, expected: dict[str, Any]

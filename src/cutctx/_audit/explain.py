@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from baseaicore import ValidationError
 
-from cutctx._core.actions import DROP, KEEP, MASK
+from cutctx._core.actions import DROP, EXCERPT, KEEP, MASK
 from cutctx._core.executor import plan_holds
 from cutctx._core.invariants import layout
 from cutctx._core.plan import CompactionPlan, table_of
@@ -29,10 +29,13 @@ def explain(
     """Return one short reason per turn of ``transcript``, in order, for what ``plan`` does.
 
     Each reason starts with what happens (``untouchable``, ``kept``, ``masked``,
-    ``summarized``, ``dropped``) and says why, with the figures that matter; the same
-    arguments give the same reasons.
+    ``excerpted``, ``summarized``, ``dropped``) and says why, with the figures that matter;
+    the same arguments give the same reasons.
 
     .. versionadded:: 0.1.0
+
+    .. versionchanged:: 0.2.0
+       Explains excerpts.
 
     >>> from cutctx import CompactionBudget, DropOldestPolicy, Role, Transcript, TranscriptTurn
     >>> t = Transcript((TranscriptTurn("u1", Role.USER, "a", 5),
@@ -78,6 +81,12 @@ def explain(
             reason = (
                 f"masked: {what} stubbed while over budget "
                 f"({turn.token_estimate} → {stub_tokens} tokens)"
+            )
+        elif code == EXCERPT:
+            where = " (untouchable)" if shape.untouchable[index] else ""
+            reason = (
+                f"excerpted: tool result over the cap of {budget.max_result_tokens} tokens"
+                f"{where} ({turn.token_estimate} → {stub_tokens} tokens)"
             )
         elif code == DROP:
             assert units is not None  # noqa: S101 - a plan that drops was over budget

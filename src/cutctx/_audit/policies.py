@@ -9,6 +9,7 @@ records written before it still rebuild. A chain's configuration holds its membe
 A row is two small functions and one line; ``DropOldestPolicy``, with no knobs, is the smallest::
 
     PolicyRow(DropOldestPolicy, "drop_oldest", lambda _: {}, lambda _: DropOldestPolicy()),
+    PolicyRow(ExcerptingPolicy, "excerpting", _excerpting, _excerpting_from),
 
 A policy cutctx cannot rebuild — a class without a row, or one whose estimator is not a
 ``CharRatioEstimator`` (a tokenizer is a function, not data) — is described by ``None`` or by the
@@ -29,6 +30,7 @@ from cutctx._core.estimators import CharRatioEstimator
 from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
+from cutctx._policies.excerpting import ExcerptingPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.priority import PriorityPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
@@ -132,6 +134,13 @@ class Config:
             _rebuild_described(item, f"{self._where}.{key}[{index}]")
             for index, item in enumerate(value)
         )
+
+    def optional_text(self, key: str) -> str | None:
+        """Return the string or ``None`` at ``key`` (``None`` when absent)."""
+        value = self._get(key, None)
+        if value is not None and not isinstance(value, str):
+            raise _bad(f"{self._where}.{key}", "a string or null", value)
+        return value
 
     def raw(self, key: str) -> object:
         """Return the value at ``key`` as it is (``None`` when absent), counting it as read."""
@@ -238,6 +247,16 @@ def _summarizing_from(config: Config) -> SummarizingPolicy:
     )
 
 
+def _excerpting(policy: ExcerptingPolicy) -> dict[str, Any]:
+    return {"estimator": estimator_config(policy.estimator), "recall_tool": policy.recall_tool}
+
+
+def _excerpting_from(config: Config) -> ExcerptingPolicy:
+    return ExcerptingPolicy(
+        estimator=config.estimator("estimator"), recall_tool=config.optional_text("recall_tool")
+    )
+
+
 def _chain(policy: PolicyChain) -> dict[str, Any]:
     return {"policies": [describe(member) for member in policy.policies]}
 
@@ -248,6 +267,7 @@ ROWS: Final[tuple[PolicyRow, ...]] = (
     PolicyRow(BoundedSummarizingPolicy, "bounded_summarizing", _bounded, _bounded_from),
     PolicyRow(PriorityPolicy, "priority", _priority, _priority_from),
     PolicyRow(DropOldestPolicy, "drop_oldest", lambda _: {}, lambda _: DropOldestPolicy()),
+    PolicyRow(ExcerptingPolicy, "excerpting", _excerpting, _excerpting_from),
     PolicyRow(PolicyChain, CHAIN, _chain, lambda config: PolicyChain(config.policies("policies"))),
 )
 """Every built-in policy class cutctx can describe and rebuild; a new policy adds its row."""

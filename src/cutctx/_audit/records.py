@@ -36,7 +36,14 @@ from cutctx._core.values import CompactionBudget, Transcript, TranscriptTurn, ch
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["SCHEMA_VERSION", "CompactionRecord", "Verification", "transcript_digest", "verify"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "CompactionRecord",
+    "Verification",
+    "budget_dict",
+    "transcript_digest",
+    "verify",
+]
 
 SCHEMA_VERSION: Final = 1
 """The version of the record's JSON shape this cutctx writes and reads."""
@@ -260,7 +267,10 @@ class CompactionRecord:
             _check_schema(data.get("schema_version"))
         record = _object(data, "record", _KEYS)
         budget = _object(
-            record["budget"], "budget", frozenset(("max_tokens", "protected_recent_turns"))
+            record["budget"],
+            "budget",
+            frozenset(("max_tokens", "protected_recent_turns")),
+            frozenset(("max_result_tokens",)),
         )
         policy = _object(record["policy"], "policy", frozenset(("name", "version", "config")))
         if not isinstance(record["seal"], Mapping):  # a record read back is never sealed anew
@@ -271,7 +281,11 @@ class CompactionRecord:
             record["schema_version"],
             record["plan"],
             record["plan_hash"],
-            CompactionBudget(budget["max_tokens"], budget["protected_recent_turns"]),
+            CompactionBudget(
+                budget["max_tokens"],
+                budget["protected_recent_turns"],
+                max_result_tokens=budget.get("max_result_tokens"),
+            ),
             policy["name"],
             policy["version"],
             policy["config"],
@@ -286,10 +300,7 @@ class CompactionRecord:
     def _fields(self) -> dict[str, Any]:
         """Return the sealed keys of ``to_dict()`` and their plain JSON values."""
         return {
-            "budget": {
-                "max_tokens": self.budget.max_tokens,
-                "protected_recent_turns": self.budget.protected_recent_turns,
-            },
+            "budget": budget_dict(self.budget),
             "policy": {
                 "name": self.policy_name,
                 "version": self.policy_version,
@@ -307,6 +318,21 @@ class CompactionRecord:
     def _sealed(self) -> dict[str, str]:
         """Return the seal the record's fields have now."""
         return {name: _seal_of(value) for name, value in self._fields().items()}
+
+
+def budget_dict(budget: CompactionBudget) -> dict[str, Any]:
+    """Return ``budget`` as a record holds it: ``max_result_tokens`` only when set.
+
+    A budget without the cap is written exactly as before it existed, so the seal of every
+    record made then still holds.
+    """
+    data: dict[str, Any] = {
+        "max_tokens": budget.max_tokens,
+        "protected_recent_turns": budget.protected_recent_turns,
+    }
+    if budget.max_result_tokens is not None:
+        data["max_result_tokens"] = budget.max_result_tokens
+    return data
 
 
 def _check_schema(version: object) -> None:
@@ -508,8 +534,9 @@ def _describe(action: Mapping[str, Any]) -> str:
     group = action.get("summary_group")
     text = str(kind)
     if isinstance(replacement, Mapping):
-        stub = _short(replacement.get("content"), 24)
-        text += f" ({replacement.get('token_estimate')} tokens, stub {stub})"
+        body = "excerpt" if kind == "excerpt" else "stub"
+        shown = _short(replacement.get("content"), 24)
+        text += f" ({replacement.get('token_estimate')} tokens, {body} {shown})"
     if group is not None:
         text += f" into {group}"
     return text
@@ -575,8 +602,10 @@ def _freeze(value: object) -> Any:  # noqa: ANN401 - JSON data of any shape
     raise _NotJson("JSON data", value)
 
 
-def _object(value: object, where: str, keys: frozenset[str]) -> Mapping[str, Any]:
-    """Return ``value`` if it is a JSON object with exactly ``keys``, else raise naming it."""
+def _object(
+    value: object, where: str, keys: frozenset[str], optional: frozenset[str] = frozenset()
+) -> Mapping[str, Any]:
+    """Return ``value`` if it is a JSON object with ``keys`` (and any of ``optional``)."""
     if not isinstance(value, Mapping):
         raise _refuse_at(f"CompactionRecord.from_dict: {where}", "a JSON object", value)
     missing = sorted(keys - value.keys())
@@ -585,7 +614,7 @@ def _object(value: object, where: str, keys: frozenset[str]) -> Mapping[str, Any
             f"CompactionRecord.from_dict: {where} lacks the key {missing[0]!r}",
             details={"field": f"{where}.{missing[0]}"},
         )
-    unknown = sorted(str(key) for key in value.keys() - keys)
+    unknown = sorted(str(key) for key in value.keys() - keys - optional)
     if unknown:
         raise ValidationError(
             f"CompactionRecord.from_dict: {where} holds the unknown key {unknown[0]!r}",

@@ -23,13 +23,17 @@ _COLOURS: Final = {
     Action.MASK: "#d9a441",
     Action.SUMMARIZE: "#5b7fc7",
     Action.DROP: "#c75b5b",
+    Action.EXCERPT: "#a06cc0",
 }
 _VERBS: Final = {
     Action.KEEP: "keep",
     Action.MASK: "mask",
     Action.SUMMARIZE: "summarize",
     Action.DROP: "drop",
+    Action.EXCERPT: "excerpt",
 }
+_REPLACES: Final = (Action.MASK, Action.EXCERPT)
+"""The actions that send a turn with a new body, at the replacement's price."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +56,7 @@ def rows(job: Job, reasons: Sequence[str]) -> list[Row]:
         job.transcript.turns, job.decided.actions, reasons, strict=True
     ):
         after = turn.token_estimate
-        if action.action is Action.MASK and action.replacement is not None:
+        if action.action in _REPLACES and action.replacement is not None:
             after = action.replacement.token_estimate
         elif action.action is not Action.KEEP:
             after = 0
@@ -106,7 +110,7 @@ def table(job: Job, lines: Sequence[Row]) -> str:
 
 
 def _tokens(row: Row) -> str:
-    if row.action is Action.MASK:
+    if row.action in _REPLACES:
         return f"{row.tokens}->{row.after}"
     return str(row.tokens)
 
@@ -123,9 +127,13 @@ def _budget(job: Job, counts: dict[Action, int]) -> str:
 
 
 def _past(action: Action) -> str:
-    return {"keep": "kept", "mask": "masked", "summarize": "summarized", "drop": "dropped"}[
-        action.value
-    ]
+    return {
+        "keep": "kept",
+        "mask": "masked",
+        "summarize": "summarized",
+        "drop": "dropped",
+        "excerpt": "excerpted",
+    }[action.value]
 
 
 def summary_line(job: Job, messages_after: int) -> str:
@@ -163,12 +171,19 @@ def html_page(job: Job, lines: Sequence[Row]) -> str:
         f"<td>{_tokens(row)}</td><td>{_VERBS[row.action]}</td><td>{html.escape(row.reason)}</td></tr>"
         for row in lines
     )
+    # The excerpt key and colour appear only on a page that has an excerpt: every other page
+    # stays as it was before excerpts existed.
+    shown = [
+        action
+        for action in Action
+        if action is not Action.EXCERPT or any(row.action is action for row in lines)
+    ]
     legend = "".join(
-        f'<span class="key {action.value}">{_VERBS[action]}</span>' for action in Action
+        f'<span class="key {action.value}">{_VERBS[action]}</span>' for action in shown
     )
-    colours = "".join(
-        f".{action.value}{{background:{colour}}}" for action, colour in _COLOURS.items()
-    )
+    colours = "".join(f".{action.value}{{background:{_COLOURS[action]}}}" for action in shown)
+    if Action.EXCERPT in shown:
+        colours += "tr.excerpt{color:#fff}"
     facts = " &middot; ".join(
         html.escape(fact)
         for fact in (

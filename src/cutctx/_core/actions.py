@@ -27,11 +27,14 @@ __all__ = [
     "CODES",
     "DROP",
     "DROPPED",
+    "EXCERPT",
+    "EXCERPTED",
     "FOLD",
     "KEEP",
     "KEPT",
     "MASK",
     "MASKED",
+    "REPLACED",
     "STAYS",
     "SUMMARIZE",
     "SUMMARIZED",
@@ -45,7 +48,8 @@ KEEP: Final = 0
 MASK: Final = 1
 SUMMARIZE: Final = 2
 DROP: Final = 3
-ACTIONS: Final = (Action.KEEP, Action.MASK, Action.SUMMARIZE, Action.DROP)
+EXCERPT: Final = 4
+ACTIONS: Final = (Action.KEEP, Action.MASK, Action.SUMMARIZE, Action.DROP, Action.EXCERPT)
 """The action of each code."""
 CODES: Final = {action: code for code, action in enumerate(ACTIONS)}
 """The code of each action."""
@@ -60,14 +64,18 @@ KEPT: Final = selector(KEEP)
 MASKED: Final = selector(MASK)
 SUMMARIZED: Final = selector(SUMMARIZE)
 DROPPED: Final = selector(DROP)
-STAYS: Final = selector(KEEP, MASK)
-"""The turns that stay in the view (kept or masked)."""
+EXCERPTED: Final = selector(EXCERPT)
+REPLACED: Final = selector(MASK, EXCERPT)
+"""The turns whose body a replacement takes the place of (masked or excerpted)."""
+STAYS: Final = selector(KEEP, MASK, EXCERPT)
+"""The turns that stay in the view (kept, masked or excerpted)."""
 TOUCHED: Final = selector(MASK, SUMMARIZE, DROP)
-"""The turns a plan does anything to."""
+"""The turns a plan masks or removes: what no untouchable turn may undergo (an excerpt may)."""
 FOLD: Final = bytes(
     SUMMARIZE if byte == SUMMARIZE else DROP if byte == DROP else KEEP for byte in range(256)
 )
-"""Codes with ``MASK`` folded into ``KEEP``: an exchange agrees when its folded codes do."""
+"""Codes with ``MASK`` and ``EXCERPT`` folded into ``KEEP``: an exchange agrees when its folded
+codes do."""
 
 
 def indices(flags: bytes | bytearray) -> Iterator[int]:
@@ -79,9 +87,10 @@ def indices(flags: bytes | bytearray) -> Iterator[int]:
 class ActionTable:
     """One plan's actions, as columns indexed by turn position.
 
-    ``kinds`` holds one code (``KEEP``, ``MASK``, ``SUMMARIZE``, ``DROP``) per turn.
-    ``stub_texts`` and ``stub_tokens`` are empty when nothing is masked, else hold each masked
-    turn's replacement (``None`` and 0 elsewhere); ``groups`` is empty when nothing is
+    ``kinds`` holds one code (``KEEP``, ``MASK``, ``SUMMARIZE``, ``DROP``, ``EXCERPT``) per turn.
+    ``stub_texts`` and ``stub_tokens`` are empty when nothing is masked or excerpted, else hold
+    each masked turn's stub and each excerpted turn's excerpt, with its price (``None`` and 0
+    elsewhere); ``groups`` is empty when nothing is
     summarized, else holds each summarized turn's group id (``None`` elsewhere).
     ``plain_stubs`` says that no stub holds a character JSON escapes (true of the stubs the
     masking policy writes when its label holds none), so the JSON form of a stub is the text in
@@ -103,7 +112,7 @@ class ActionTable:
         texts: tuple[str | None, ...] = ()
         tokens: tuple[int, ...] = ()
         groups: tuple[str | None, ...] = ()
-        if MASK in kinds:
+        if MASK in kinds or EXCERPT in kinds:
             replacements = [action.replacement for action in actions]
             texts = tuple(None if r is None else r.content for r in replacements)
             tokens = tuple(0 if r is None else r.token_estimate for r in replacements)

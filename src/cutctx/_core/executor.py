@@ -11,18 +11,24 @@ from baseaicore import ValidationError
 from cutctx._core.actions import (
     ACTIONS,
     DROPPED,
+    EXCERPTED,
     KEPT,
     MASKED,
+    REPLACED,
     STAYS,
     SUMMARIZED,
     TOUCHED,
     indices,
 )
 from cutctx._core.errors import PlanTranscriptMismatch, SummaryMissing
+from cutctx._core.excerpts import parse_excerpt
 from cutctx._core.invariants import check_plan, fixed_flags
 from cutctx._core.metadata import (
+    EXCERPT_KIND,
     KIND_METADATA,
     MASKED_KIND,
+    ORIGINAL_SHA256_METADATA,
+    ORIGINAL_TOKENS_METADATA,
     REPLACED_TURN_COUNT_METADATA,
     SUMMARY_GROUP_METADATA,
     SUMMARY_KIND,
@@ -41,7 +47,7 @@ from cutctx._core.values import (
     trusted_turn,
 )
 
-__all__ = ["CompactionExecutor", "masked_turn", "plan_holds", "summary_turn"]
+__all__ = ["CompactionExecutor", "excerpted_turn", "masked_turn", "plan_holds", "summary_turn"]
 
 _MAX_IDS = 10
 MASKED_ONLY: Mapping[str, str] = MappingProxyType({KIND_METADATA: MASKED_KIND})
@@ -54,6 +60,26 @@ def masked_turn(turn: TranscriptTurn, content: str, token_estimate: int) -> Tran
     else:
         metadata = MappingProxyType({**turn.metadata, KIND_METADATA: MASKED_KIND})
     # Every part is already valid: the turn's own fields and a stub the gate accepted.
+    return trusted_turn(turn, content, token_estimate, metadata)
+
+
+def excerpted_turn(turn: TranscriptTurn, content: str, token_estimate: int) -> TranscriptTurn:
+    """Return ``turn`` with its body replaced by its excerpt ``content``, as a masked turn is.
+
+    Its metadata gains ``cutctx.kind: excerpt`` and, so that a stub made of the excerpted turn
+    later still names the original, ``cutctx.original_tokens`` (the original's estimate) and
+    ``cutctx.original_sha256`` (the digest the excerpt's elision line names).
+    """
+    parsed = parse_excerpt(turn.content, content)
+    assert parsed is not None  # noqa: S101 - the gate accepted this excerpt of this turn
+    metadata = MappingProxyType(
+        {
+            **turn.metadata,
+            KIND_METADATA: EXCERPT_KIND,
+            ORIGINAL_TOKENS_METADATA: str(turn.token_estimate),
+            ORIGINAL_SHA256_METADATA: parsed.digest,
+        }
+    )
     return trusted_turn(turn, content, token_estimate, metadata)
 
 
@@ -96,8 +122,9 @@ class CompactionExecutor:
     ) -> CompactedTranscript:
         """Return the compacted view and its report; the input is never changed.
 
-        Kept turns are the same objects; a masked turn keeps its id, role, ``tool_call_id`` and
-        position; each summary group becomes one assistant turn at its earliest turn's position.
+        Kept turns are the same objects; a masked or excerpted turn keeps its id, role,
+        ``tool_call_id`` and position (``excerpted_turn``); each summary group becomes one
+        assistant turn at its earliest turn's position.
         Summaries for groups the plan does not name are ignored.
 
         Raises:
@@ -133,16 +160,18 @@ def _build(
 ) -> CompactedTranscript:
     table = table_of(plan)
     turns, kinds, ids = transcript.turns, table.kinds, table.turn_ids
-    # Kept turns are the same objects; masked turns and summary turns are placed by index,
+    # Kept turns are the same objects; masked, excerpted and summary turns are placed by index,
     # and the view is made in one pass that also leaves out the turns the plan removes.
     masked = kinds.translate(MASKED)
+    excerpted = kinds.translate(EXCERPTED)
     placed: dict[int, TranscriptTurn] = {}
     if table.stub_texts:
         stub_texts, stub_tokens = table.stub_texts, table.stub_tokens
-        for index in indices(masked):
+        for index in indices(kinds.translate(REPLACED)):
             text = stub_texts[index]
-            assert text is not None  # noqa: S101 - every masked turn has its stub
-            placed[index] = masked_turn(turns[index], text, stub_tokens[index])
+            assert text is not None  # noqa: S101 - every masked or excerpted turn has its text
+            replace = excerpted_turn if excerpted[index] else masked_turn
+            placed[index] = replace(turns[index], text, stub_tokens[index])
     stays = bytearray(kinds.translate(STAYS))
     summary_ids: list[str] = []
     summarized = kinds.translate(SUMMARIZED)
@@ -179,6 +208,7 @@ def _build(
         dropped_turn_ids=tuple(compress(ids, kinds.translate(DROPPED))),
         summary_turn_ids=tuple(summary_ids),
         estimator_name=plan.estimator_name,
+        excerpted_turn_ids=tuple(compress(ids, excerpted)),
     )
     # Ids stay unique: the gate refuses a summary id that a kept or masked turn holds; the
     # view's estimate is the plan's (the gate summed exactly these turns and summaries).

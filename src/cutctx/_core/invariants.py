@@ -1,9 +1,10 @@
 """The one gate every plan passes through, and the structure it reasons about.
 
 ``check_plan`` runs inside ``CompactionPlan``'s construction: there is no other way to build a
-plan. It enforces contracts 2 (the untouchable set is kept), 3 (an exchange travels together) and
-4 (the budget outcome is honest), plus the plan's own arithmetic and bookkeeping. It collects
-every violation and reports them together.
+plan. It enforces contracts 2 (the untouchable set is kept, but for a tool result over the
+budget's ``max_result_tokens``, which may be excerpted), 3 (an exchange travels together) and
+4 (the budget outcome is honest), plus the plan's own arithmetic and bookkeeping, and the shape
+of every excerpt. It collects every violation and reports them together.
 
 ``Layout`` is the structure policies share with the gate, so that both read "untouchable" and
 "exchange" the same way.
@@ -22,10 +23,13 @@ from baseaicore import ValidationError
 from cutctx._core.actions import (
     ACTIONS,
     DROP,
+    EXCERPT,
+    EXCERPTED,
     FOLD,
     KEEP,
     KEPT,
     MASKED,
+    REPLACED,
     STAYS,
     SUMMARIZE,
     SUMMARIZED,
@@ -33,6 +37,7 @@ from cutctx._core.actions import (
     indices,
 )
 from cutctx._core.errors import budget_unsatisfiable
+from cutctx._core.excerpts import parse_excerpt
 from cutctx._core.values import (
     SUMMARY_TURN_ID_PREFIX,
     CompactionBudget,
@@ -115,11 +120,23 @@ class Layout:
         )
 
     def require_satisfiable(self, budget: CompactionBudget) -> None:
-        """Raise ``BudgetUnsatisfiable`` if the untouchable set alone is over ``budget``."""
-        if self.untouchable_tokens > budget.max_tokens:
-            raise budget_unsatisfiable(
-                self.untouchable_tokens, budget.max_tokens, self.untouchable_count
+        """Raise ``BudgetUnsatisfiable`` if the untouchable set alone is over ``budget``.
+
+        What a policy asks before it decides. With ``budget.max_result_tokens`` set, an
+        untouchable tool result over that cap counts at the cap: an upper bound of the price
+        of its excerpt (the gate counts a built plan's excerpts at their own prices).
+        """
+        tokens = self.untouchable_tokens
+        cap = budget.max_result_tokens
+        if tokens > budget.max_tokens and cap is not None:
+            tool, turns, prices = Role.TOOL, self.turns, self.tokens
+            tokens -= sum(
+                prices[index] - cap
+                for index in indices(self.untouchable)
+                if prices[index] > cap and turns[index].role is tool
             )
+        if tokens > budget.max_tokens:
+            raise budget_unsatisfiable(tokens, budget.max_tokens, self.untouchable_count)
 
 
 def layout(transcript: Transcript, budget: CompactionBudget) -> Layout:
@@ -205,13 +222,16 @@ def check_plan(  # noqa: PLR0917 - one call site, the plan's constructor, passes
             ``details["violations"]``.
     """
     shape = layout(transcript, budget)
-    shape.require_satisfiable(budget)
+    same = table.turn_ids == shape.turn_ids
+    _require_satisfiable(shape, budget, table if same else None)
     problems: list[str] = []
-    if table.turn_ids != shape.turn_ids:
+    if not same:
         problems.append("the actions do not name the transcript's turns one for one, in order")
         _raise(problems)
 
     after = _check_actions(shape, table, problems)
+    if EXCERPT in table.kinds:
+        _check_excerpts(shape, budget, table, problems)
     after += _check_requests(table, requests, problems)
 
     total = transcript.token_estimate()
@@ -229,19 +249,72 @@ def check_plan(  # noqa: PLR0917 - one call site, the plan's constructor, passes
         _raise(problems)
 
 
+def _require_satisfiable(
+    shape: Layout, budget: CompactionBudget, table: ActionTable | None
+) -> None:
+    """Raise ``BudgetUnsatisfiable`` if the untouchable set, as ``table`` sends it, is over.
+
+    An untouchable turn the plan excerpts counts at its excerpt's price (whether it may be
+    excerpted is ``_check_excerpts``'s question); every other one at its own.
+    """
+    tokens = shape.untouchable_tokens
+    if tokens > budget.max_tokens and table is not None and EXCERPT in table.kinds:
+        prices, stubs, untouchable = shape.tokens, table.stub_tokens, shape.untouchable
+        tokens -= sum(
+            prices[index] - stubs[index]
+            for index in indices(table.kinds.translate(EXCERPTED))
+            if untouchable[index]
+        )
+    if tokens > budget.max_tokens:
+        raise budget_unsatisfiable(tokens, budget.max_tokens, shape.untouchable_count)
+
+
+def _check_excerpts(
+    shape: Layout, budget: CompactionBudget, table: ActionTable, problems: list[str]
+) -> None:
+    """Check every excerpt: of a tool result over the cap, within the cap, of the right shape."""
+    cap = budget.max_result_tokens
+    ids, stubs, texts = table.turn_ids, table.stub_tokens, table.stub_texts
+    for index in indices(table.kinds.translate(EXCERPTED)):
+        turn = shape.turns[index]
+        name = ids[index]
+        if turn.role is not Role.TOOL:
+            problems.append(f"excerpted turn {name!r} is not a tool result ({turn.role.name})")
+            continue
+        if cap is None:
+            problems.append(f"excerpted turn {name!r}: the budget sets no max_result_tokens")
+            continue
+        if turn.token_estimate <= cap:
+            problems.append(
+                f"excerpted turn {name!r} is not over max_result_tokens "
+                f"({turn.token_estimate} <= {cap})"
+            )
+        if stubs[index] > cap:
+            problems.append(
+                f"excerpt of {name!r} is over max_result_tokens ({stubs[index]} > {cap})"
+            )
+        text = texts[index]
+        assert text is not None  # noqa: S101 - every excerpted turn has its excerpt
+        if parse_excerpt(turn.content, text) is None:
+            problems.append(
+                f"excerpt of {name!r} is not the original's first lines, one elision line "
+                "and its last lines"
+            )
+
+
 def _check_actions(shape: Layout, table: ActionTable, problems: list[str]) -> int:
     """Check contracts 2 and 3 and that masks shrink; return the tokens the view keeps."""
     kinds, ids, tokens = table.kinds, table.turn_ids, shape.tokens
-    # Contract 2: every untouchable turn is kept.
+    # Contract 2: every untouchable turn is kept (or excerpted: see _check_excerpts).
     for index in indices(shape.untouchable):
-        if kinds[index] != KEEP:
+        if kinds[index] != KEEP and kinds[index] != EXCERPT:
             problems.append(
                 f"untouchable turn {ids[index]!r} is not kept ({ACTIONS[kinds[index]].name})"
             )
     after = sum(compress(tokens, kinds.translate(KEPT)))
     if table.stub_tokens:
+        after += sum(compress(table.stub_tokens, kinds.translate(REPLACED)))
         masked = kinds.translate(MASKED)
-        after += sum(compress(table.stub_tokens, masked))
         if any(map(ge, compress(table.stub_tokens, masked), compress(tokens, masked))):
             for index in indices(masked):
                 if table.stub_tokens[index] >= tokens[index]:
@@ -250,7 +323,7 @@ def _check_actions(shape: Layout, table: ActionTable, problems: list[str]) -> in
                         f"({tokens[index]} -> {table.stub_tokens[index]} tokens)"
                     )
     # Contract 3: each member of an exchange agrees with its earliest member, in the action
-    # (KEEP and MASK agree: both stay) and in the summary group. A plan that removes nothing
+    # (KEEP, MASK and EXCERPT agree: all stay) and in the summary group. A plan that removes nothing
     # cannot split an exchange.
     if SUMMARIZE in kinds or DROP in kinds:
         unit_of = shape.units.unit_of

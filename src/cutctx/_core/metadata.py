@@ -5,6 +5,9 @@ A turn's ``metadata`` is the caller's, but the keys under the ``cutctx.`` prefix
 - ``KIND_METADATA`` (``cutctx.kind``): what the executor made of a turn, ``MASKED_KIND``
   (``"masked"``, its body replaced by a stub) or ``SUMMARY_KIND`` (``"summary"``, the turn that
   stands for a summary group). The masking policy never masks a turn already masked.
+- ``EXCERPT_KIND`` (``"excerpt"``): a tool result sent as an excerpt, whose turn also carries
+  ``ORIGINAL_TOKENS_METADATA`` (``cutctx.original_tokens``) and ``ORIGINAL_SHA256_METADATA``
+  (``cutctx.original_sha256``): the original's estimate and digest, which a stub of it names.
 - ``SUMMARY_GROUP_METADATA`` (``cutctx.summary_group``) and ``REPLACED_TURN_COUNT_METADATA``
   (``cutctx.replaced_turn_count``, in decimal): on a summary turn, the group it stands for and
   how many turns it replaced.
@@ -24,8 +27,11 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "EXCERPT_KIND",
     "KIND_METADATA",
     "MASKED_KIND",
+    "ORIGINAL_SHA256_METADATA",
+    "ORIGINAL_TOKENS_METADATA",
     "PRIORITY_KEY",
     "PRIORITY_METADATA",
     "REPLACED_TURN_COUNT_METADATA",
@@ -43,6 +49,15 @@ MASKED_KIND: Final = "masked"
 
 SUMMARY_KIND: Final = "summary"
 """``cutctx.kind`` of the turn that stands for a summary group."""
+
+EXCERPT_KIND: Final = "excerpt"
+"""``cutctx.kind`` of an excerpted tool result (its body replaced by an excerpt)."""
+
+ORIGINAL_TOKENS_METADATA: Final = "cutctx.original_tokens"
+"""On an excerpted turn: the original's token estimate, in decimal."""
+
+ORIGINAL_SHA256_METADATA: Final = "cutctx.original_sha256"
+"""On an excerpted turn: the original's digest (64 hex digits), as a stub of it names."""
 
 SUMMARY_GROUP_METADATA: Final = "cutctx.summary_group"
 """The metadata key holding a summary turn's group id."""

@@ -64,8 +64,8 @@ class CompactionPlan:
     against them before the object exists, so every plan in existence keeps the untouchable set,
     keeps exchanges whole and states its budget outcome honestly; the plan keeps no reference to
     either (``plan.transcript`` reads as a marker saying so). ``estimator_ratio`` is the
-    character ratio that priced the plan's stubs, if any; ``estimator_name`` names any other
-    estimator that did.
+    character ratio that priced the plan's stubs or excerpts, if any; ``estimator_name`` names
+    any other estimator that did.
 
     A plan made by cutctx's policies holds its actions as columns (see ``cutctx._core.actions``) and
     makes ``actions`` — the same ``TurnAction`` values — on first read, so planning and

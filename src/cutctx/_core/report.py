@@ -17,6 +17,9 @@ class CompactionReport:
 
     Every figure is copied from the plan; every id list is in transcript order (``summary_turn_ids``
     in view order). ``to_dict()`` is plain JSON.
+
+    .. versionchanged:: 0.2.0
+       ``excerpted_turn_ids`` (in ``to_dict()`` only when not empty).
     """
 
     plan_hash: str
@@ -34,9 +37,14 @@ class CompactionReport:
     dropped_turn_ids: tuple[str, ...]
     summary_turn_ids: tuple[str, ...]
     estimator_name: str | None = None
+    excerpted_turn_ids: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """Return every field as a key with plain JSON values (``estimator_name`` only if set)."""
+        """Return every field as a key with plain JSON values.
+
+        ``estimator_name`` only when set and ``excerpted_turn_ids`` only when not empty, so a
+        report of a plan without either has exactly the 0.1 shape.
+        """
         data: dict[str, Any] = {
             "plan_hash": self.plan_hash,
             "policy_name": self.policy_name,
@@ -53,6 +61,8 @@ class CompactionReport:
             "dropped_turn_ids": list(self.dropped_turn_ids),
             "summary_turn_ids": list(self.summary_turn_ids),
         }
+        if self.excerpted_turn_ids:
+            data["excerpted_turn_ids"] = list(self.excerpted_turn_ids)
         if self.estimator_name is not None:
             data["estimator_name"] = self.estimator_name
         return data

@@ -62,6 +62,11 @@ class Action(enum.StrEnum):
     MASK = "mask"
     SUMMARIZE = "summarize"
     DROP = "drop"
+    EXCERPT = "excerpt"
+    """A tool result over ``CompactionBudget.max_result_tokens`` sent as its head and tail lines.
+
+    .. versionadded:: 0.2.0
+    """
 
 
 def _refuse(
@@ -291,21 +296,48 @@ def _duplicate_turns(turns: Sequence[object], index: int) -> ValidationError:
 class CompactionBudget:
     """How many tokens the compacted view may hold, and how many final turns are untouchable.
 
+    ``max_result_tokens`` (keyword-only; ``None``, the default, turns it off) caps what one tool
+    result may cost: a result priced above it may be sent as an excerpt (``Action.EXCERPT``),
+    in the protected tail too, and an untouchable result counts at its excerpt's price for
+    ``BudgetUnsatisfiable``.
+
     Raises:
-        ValidationError: if either figure is negative or not an int.
+        ValidationError: if ``max_tokens`` or ``protected_recent_turns`` is negative or not an
+            int, or ``max_result_tokens`` is neither ``None`` nor an int of at least 1.
+
+    .. versionchanged:: 0.2.0
+       ``max_result_tokens``.
     """
 
     max_tokens: int
     protected_recent_turns: int = 4
+    max_result_tokens: int | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         check_count("CompactionBudget", "max_tokens", self.max_tokens)
         check_count("CompactionBudget", "protected_recent_turns", self.protected_recent_turns)
+        cap = self.max_result_tokens
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise _refuse("CompactionBudget", "max_result_tokens", "None or an int >= 1", cap)
+
+    def __repr__(self) -> str:
+        # 0.1's repr when the cap is off: budgets are logged, and logs are compared.
+        cap = self.max_result_tokens
+        return (
+            f"CompactionBudget(max_tokens={self.max_tokens!r}, "
+            f"protected_recent_turns={self.protected_recent_turns!r}"
+            + ("" if cap is None else f", max_result_tokens={cap!r}")
+            + ")"
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class TurnReplacement:
-    """The body a ``MASK`` action puts in place of a turn's content, and its token estimate."""
+    """The body a ``MASK`` or ``EXCERPT`` action puts in place of a turn's content, and its price.
+
+    .. versionchanged:: 0.2.0
+       Also an excerpt's body.
+    """
 
     content: str
     token_estimate: int
@@ -326,7 +358,11 @@ class TurnReplacement:
 class TurnAction:
     """What a plan does with one turn.
 
-    ``replacement`` is set exactly for ``MASK`` and ``summary_group`` exactly for ``SUMMARIZE``.
+    ``replacement`` is set exactly for ``MASK`` and ``EXCERPT`` (the stub or the excerpt, and
+    its token estimate) and ``summary_group`` exactly for ``SUMMARIZE``.
+
+    .. versionchanged:: 0.2.0
+       ``EXCERPT`` carries its excerpt as the replacement.
     """
 
     turn_id: str
@@ -346,10 +382,11 @@ class TurnAction:
             )
         if self.summary_group is not None:
             check_name("TurnAction", "summary_group", self.summary_group, "group_id")
-        if (self.action is Action.MASK) != (self.replacement is not None):
+        replaces = self.action is Action.MASK or self.action is Action.EXCERPT
+        if replaces != (self.replacement is not None):
             raise ValidationError(
                 f"TurnAction for {self.turn_id!r}: replacement is set exactly when the action "
-                f"is MASK (action {self.action.name})",
+                f"is MASK or EXCERPT (action {self.action.name})",
                 details={"field": "TurnAction.replacement", "turn_id": self.turn_id},
             )
         if self.replacement is not None and not isinstance(self.replacement, TurnReplacement):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 from baseaicore import ValidationError
 
 from cutctx._core.actions import ACTIONS
-from cutctx._core.executor import masked_turn, summary_turn
+from cutctx._core.executor import excerpted_turn, masked_turn, summary_turn
 from cutctx._core.invariants import Layout, layout
 from cutctx._core.plan import CompactionPlan, table_of
 from cutctx._core.protocols import CompactionPolicy
@@ -39,11 +39,17 @@ class PolicyChain(BuiltinPolicy):
     """Runs its members in order while the projected view is over budget, and plans once.
 
     Each member decides over a *projection* of the view the decisions so far would produce:
-    masked turns carry their stubs and each summary group is one assistant stand-in priced at
-    its ``target_tokens``. A member's action on a stand-in applies to every turn of its group
-    (dropping it drops them all and retires the request; folding it into a new summary merges
-    the groups). The one plan is built at the end, against the real transcript. A chain keeps
-    the first estimator ratio (or name) any member recorded.
+    masked turns carry their stubs, excerpted turns their excerpts, and each summary group is
+    one assistant stand-in priced at its ``target_tokens``. A member's action on a stand-in
+    applies to every turn of its group (dropping it drops them all and retires the request;
+    folding it into a new summary merges the groups); masking an excerpted result masks the
+    original. The one plan is built at the end, against the real transcript. A chain keeps
+    the first estimator ratio (or name) any member recorded. A member whose limit is not the
+    budget (``ExcerptingPolicy``, whose limit is the budget's ``max_result_tokens``) runs even
+    while the view fits.
+
+    .. versionchanged:: 0.2.0
+       Composes excerpts, and runs an excerpting member while the view fits.
 
     Raises:
         ValidationError: for an empty chain, a member that is not a policy, or a member that
@@ -88,13 +94,17 @@ class PolicyChain(BuiltinPolicy):
     def __repr__(self) -> str:
         return f"PolicyChain({list(self._policies)!r})"
 
+    def _outside_budget(self) -> bool:
+        return any(_outside_budget(member) for member in self._policies)
+
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:
         state = _State(transcript, resolve=_reads_content(self))
-        for position, member in enumerate(self._policies):
-            if state.tokens <= budget.max_tokens:
-                break
-            if position == 0:
-                # The first member decides over the real transcript: its draft is the state.
+        for member in self._policies:
+            if state.tokens <= budget.max_tokens and not _outside_budget(member):
+                continue
+            if state.untouched:
+                # Nothing is decided yet (this is the first member, or those before it changed
+                # nothing): the member decides over the real transcript, its draft the state.
                 state.adopt(_member_draft(member, transcript, budget, shape))
                 continue
             if isinstance(member, BuiltinPolicy) and member._prices_only() and not state.removes:
@@ -177,6 +187,11 @@ def _member_draft(
     return draft
 
 
+def _outside_budget(policy: CompactionPolicy) -> bool:
+    """Whether ``policy`` has work to do while the view fits (see ``_OUTSIDE_BUDGET``)."""
+    return isinstance(policy, BuiltinPolicy) and policy._outside_budget()
+
+
 def _reads_content(policy: CompactionPolicy) -> bool:
     """Whether ``policy`` may read a masked turn's stub text in a projection.
 
@@ -207,6 +222,7 @@ class _State:
         "resolve",
         "tokens",
         "transcript",
+        "untouched",
     )
 
     def __init__(self, transcript: Transcript, *, resolve: bool) -> None:
@@ -222,24 +238,33 @@ class _State:
         self.estimator_name: str | None = None
         # The estimate of the view the decisions so far yield (the last member's figure).
         self.tokens = transcript.token_estimate()
-        # Whether any turn is summarized or dropped yet (until then the view only masks).
+        # Whether any turn is summarized or dropped yet (until then the view only masks or
+        # excerpts).
         self.removes = False
+        # Whether no member changed anything yet (the view is the transcript itself).
+        self.untouched = True
 
     def adopt(self, draft: Draft) -> None:
-        """Take a draft decided over the real transcript itself as the decisions so far."""
+        """Take a draft decided over the real transcript itself as the decisions so far.
+
+        Only while ``untouched``: the decisions so far keep every turn as it is.
+        """
         self.actions = draft.actions
         self.replacements = draft.replacements
         self.removes = bool(draft.groups) or Action.DROP in draft.actions
         for group in draft.groups:
             self._add(group)
-        self.estimator_ratio = draft.estimator_ratio
-        self.estimator_name = draft.estimator_name
+        if self.estimator_ratio is None and self.estimator_name is None:
+            self.estimator_ratio = draft.estimator_ratio
+            self.estimator_name = draft.estimator_name
         self.tokens = draft.tokens
+        self.untouched = not draft.groups and draft.actions.count(Action.KEEP) == len(draft.actions)
 
     def repriced(self, shape: Layout) -> Layout:
         """Return the layout of the view so far, re-priced from the real one.
 
-        Only while nothing is removed (see ``removes``), so each replacement is a masked stub.
+        Only while nothing is removed (see ``removes``), so each replacement is a masked stub or
+        an excerpt, in the view at its own price.
         """
         replacements = self.replacements
         prices = (
@@ -263,16 +288,18 @@ class _State:
         for position, kind in enumerate(draft.actions):
             if kind is Action.KEEP or kind is Action.SUMMARIZE:
                 continue
+            self.untouched = False
             source = position if origin is None else origin[position]
-            if kind is Action.MASK:
+            if kind is Action.MASK or kind is Action.EXCERPT:
                 if source < 0:
                     raise ValidationError(
-                        f"chain member {member.name}@{member.version} masked a summary stand-in",
+                        f"chain member {member.name}@{member.version} {kind.value}ed a summary "
+                        "stand-in",
                         details={"policy": member.name, "version": member.version},
                     )
                 if not self.replacements:
                     self.replacements = [None] * len(self.actions)
-                self.actions[source] = Action.MASK
+                self.actions[source] = kind
                 self.replacements[source] = draft.replacements[position]
             else:
                 self.removes = True
@@ -280,6 +307,7 @@ class _State:
                     self.actions[index] = Action.DROP
         for group in draft.groups:
             self.removes = True
+            self.untouched = False
             if origin is None:
                 self._add(group)
                 continue
@@ -319,6 +347,12 @@ class _State:
         for index, kind in enumerate(self.actions):
             if kind is keep:
                 view.append(turns[index])
+            elif kind is Action.EXCERPT:
+                replacement = self.replacements[index]
+                assert isinstance(replacement, TurnReplacement)  # noqa: S101 - an excerpt's
+                view.append(
+                    excerpted_turn(turns[index], replacement.content, replacement.token_estimate)
+                )
             elif kind is mask:
                 replacement = self.replacements[index]
                 assert replacement is not None  # noqa: S101 - every masked turn has one

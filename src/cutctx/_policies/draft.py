@@ -10,14 +10,20 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Final, NamedTuple
 
 from baseaicore import ValidationError
 
-from cutctx._core.actions import CODES, MASK, MASKED, ActionTable, indices
+from cutctx._core.actions import CODES, EXCERPT, MASK, REPLACED, ActionTable, indices
 from cutctx._core.digest import is_plain, json_string_digest
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.invariants import Layout, layout
+from cutctx._core.metadata import (
+    EXCERPT_KIND,
+    KIND_METADATA,
+    ORIGINAL_SHA256_METADATA,
+    ORIGINAL_TOKENS_METADATA,
+)
 from cutctx._core.plan import CompactionPlan, plan_from_table
 from cutctx._core.values import (
     Action,
@@ -42,9 +48,13 @@ __all__ = [
     "Group",
     "Stub",
     "build_plan",
+    "check_estimator",
     "estimator_marks",
+    "original_of",
     "stub_text",
 ]
+
+_HEX: Final = frozenset("0123456789abcdef")
 
 
 @dataclass(slots=True)
@@ -54,6 +64,28 @@ class Group:
     members: Sequence[int]
     target_tokens: int
     prompt_id: str
+
+
+def original_of(turn: TranscriptTurn) -> tuple[int, str | None]:
+    """Return the estimate and digest a stub of ``turn`` names: its original's.
+
+    For an excerpted turn (``cutctx.kind: excerpt``, as the executor and the chain's projections
+    make it) they are the original result's, read from its metadata; for any other turn the
+    turn's own estimate and ``None`` (its body is hashed when the stub is written).
+    """
+    metadata = turn.metadata
+    if not metadata or metadata.get(KIND_METADATA) != EXCERPT_KIND:
+        return turn.token_estimate, None
+    tokens = metadata.get(ORIGINAL_TOKENS_METADATA, "")
+    digest = metadata.get(ORIGINAL_SHA256_METADATA, "")
+    # Metadata is the caller's to write: anything malformed falls back to the turn itself.
+    if (
+        not (tokens.isascii() and tokens.isdigit())
+        or len(digest) != 64
+        or not _HEX.issuperset(digest)
+    ):
+        return turn.token_estimate, None
+    return int(tokens), digest
 
 
 def stub_text(placeholder: str, token_estimate: int, digest: str) -> str:
@@ -77,8 +109,9 @@ class Stub(NamedTuple):
     token_estimate: int
 
     def text(self, turn: TranscriptTurn) -> str:
-        """Return the stub text for ``turn``, the digest of its content included."""
-        return stub_text(self.placeholder, turn.token_estimate, json_string_digest(turn.content))
+        """Return the stub text for ``turn``, the digest of its original included."""
+        tokens, digest = original_of(turn)
+        return stub_text(self.placeholder, tokens, digest or json_string_digest(turn.content))
 
     def resolve(self, turn: TranscriptTurn) -> TurnReplacement:
         """Return the replacement for ``turn`` (see ``text``)."""
@@ -90,8 +123,8 @@ class Draft:
     """A decision in the making, indexed by turn position.
 
     ``tokens`` is the estimate of the view the decision yields (the gate checks it on the plan).
-    ``replacements`` is empty when nothing is masked, else one entry per turn (``None`` where the
-    turn is not masked): a flat list costs a pointer a turn and no object.
+    ``replacements`` is empty when nothing is masked or excerpted, else one entry per turn (the
+    stub or the excerpt; ``None`` elsewhere): a flat list costs a pointer a turn and no object.
     """
 
     actions: list[Action]
@@ -105,6 +138,18 @@ class Draft:
 def keep_all(shape: Layout) -> Draft:
     """Return the draft that keeps every turn of the view ``shape`` describes."""
     return Draft([Action.KEEP] * len(shape.turn_ids), shape.total)
+
+
+def check_estimator(owner: str, estimator: object) -> TokenEstimator:
+    """Return ``estimator`` (``CharRatioEstimator()`` for ``None``) or raise naming ``owner``."""
+    if estimator is None:
+        return CharRatioEstimator()
+    if not callable(getattr(estimator, "estimate_tokens", None)):
+        raise ValidationError(
+            f"{owner}.estimator must have estimate_tokens(text) -> int",
+            details={"field": f"{owner}.estimator"},
+        )
+    return estimator  # type: ignore[return-value]
 
 
 def estimator_marks(estimator: TokenEstimator) -> tuple[float | None, str | None]:
@@ -148,16 +193,16 @@ def build_plan(
     texts: tuple[str | None, ...] = ()
     tokens: tuple[int, ...] = ()
     # A stub written from a label that needs no JSON escape needs none either (the rest of it
-    # is digits, hex and fixed text); any other replacement is not vouched for.
+    # is digits, hex and fixed text); any other replacement (an excerpt) is not vouched for.
     plain = True
-    if MASK in kinds:
+    if MASK in kinds or EXCERPT in kinds:
         replacements = draft.replacements
         text_column: list[str | None] = [None] * len(turns)
         token_column = [0] * len(turns)
         labels: dict[str, bool] = {}
-        for index in indices(kinds.translate(MASKED)):
+        for index in indices(kinds.translate(REPLACED)):
             replacement = replacements[index]
-            assert replacement is not None  # noqa: S101 - every masked turn has one
+            assert replacement is not None  # noqa: S101 - every masked or excerpted turn has one
             if isinstance(replacement, Stub):
                 text_column[index] = replacement.text(turns[index])
                 label = replacement.placeholder
@@ -198,6 +243,9 @@ class BuiltinPolicy(ABC):
 
     _NAME: ClassVar[str]
     _VERSION: ClassVar[str]
+    _OUTSIDE_BUDGET: ClassVar[bool] = False
+    """Whether the policy has work to do while the view fits the budget (excerpting does: its
+    limit is the budget's ``max_result_tokens``), so a chain runs it even then."""
     _PRICES_ONLY: ClassVar[bool] = False
     """Whether ``_draft`` decides from the layout alone (its units, flags and figures, and turn
     metadata that masking leaves as it is), never reading a body or whether a turn is masked: a
@@ -217,6 +265,10 @@ class BuiltinPolicy(ABC):
     def _prices_only(self) -> bool:
         """Whether this configuration decides from the layout alone (see ``_PRICES_ONLY``)."""
         return self._PRICES_ONLY
+
+    def _outside_budget(self) -> bool:
+        """Whether this policy has work to do while the view fits (see ``_OUTSIDE_BUDGET``)."""
+        return self._OUTSIDE_BUDGET
 
     @abstractmethod
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:

@@ -31,8 +31,10 @@ from cutctx._policies.draft import (
     BuiltinPolicy,
     Draft,
     Stub,
+    check_estimator,
     estimator_marks,
     keep_all,
+    original_of,
     stub_text,
 )
 
@@ -68,12 +70,17 @@ class ObservationMaskingPolicy(BuiltinPolicy):
     result of a tool named in ``exclude_tools`` (by its turn's ``cutctx.tool_name`` metadata).
     With ``min_reclaim=n`` a plan that masks at all reclaims at least ``n`` tokens: masking goes
     on past the fit until ``n`` came back, and if every eligible result together gives less,
-    nothing is masked.
+    nothing is masked. An excerpted result (``cutctx.kind: excerpt``) is masked like any other,
+    and its stub names the original's estimate and digest (``cutctx.original_tokens``,
+    ``cutctx.original_sha256``), not the excerpt's.
 
     Raises:
         ValidationError: for a negative ``keep_recent_results`` or ``min_reclaim``, an empty,
             blank or non-string ``placeholder``, an empty or non-string tool name, or an
             ``estimator`` without ``estimate_tokens``.
+
+    .. versionchanged:: 0.2.0
+       The stub of an excerpted result names the original.
     """
 
     __slots__ = (
@@ -194,18 +201,6 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         return draft
 
 
-def check_estimator(owner: str, estimator: object) -> TokenEstimator:
-    """Return ``estimator`` (``CharRatioEstimator()`` for ``None``) or raise naming ``owner``."""
-    if estimator is None:
-        return CharRatioEstimator()
-    if not callable(getattr(estimator, "estimate_tokens", None)):
-        raise ValidationError(
-            f"{owner}.estimator must have estimate_tokens(text) -> int",
-            details={"field": f"{owner}.estimator"},
-        )
-    return estimator  # type: ignore[return-value]
-
-
 class Stubber:
     """Prices the stub of one result for one label and estimator (``offer``)."""
 
@@ -221,8 +216,11 @@ class Stubber:
         self._stubs: dict[int, Stub] = {}
 
     def offer(self, turn: TranscriptTurn) -> TurnReplacement | Stub | None:
-        """Return the replacement of ``turn``'s body, or ``None`` if it would not be smaller."""
-        original = turn.token_estimate
+        """Return the replacement of ``turn``'s body, or ``None`` if it would not be smaller.
+
+        The stub of an excerpted turn names its original's estimate and digest (``original_of``).
+        """
+        original, digest = original_of(turn)
         placeholder = self._placeholder
         replacement: TurnReplacement | Stub
         if self._by_length:
@@ -233,9 +231,9 @@ class Stubber:
                 Stub(placeholder, self._estimate(stub_text(placeholder, original, _A_DIGEST))),
             )
         else:
-            stub = stub_text(placeholder, original, json_string_digest(turn.content))
+            stub = stub_text(placeholder, original, digest or json_string_digest(turn.content))
             replacement = TurnReplacement(stub, self._estimate(stub))
-        return replacement if replacement.token_estimate < original else None
+        return replacement if replacement.token_estimate < turn.token_estimate else None
 
 
 def offers(

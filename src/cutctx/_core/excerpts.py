@@ -1,0 +1,361 @@
+r"""Excerpts of a tool result over the cap, and pages of an original for recall.
+
+A *line* is text ending in ``"\n"``; the last line of a text may lack it, and nothing else
+splits lines (``"\r"`` stays inside its line). An excerpt is the original's first lines, exactly
+one elision line, and its last lines, verbatim and whole; the elision line says how many lines
+and tokens were left out and names the original's digest (the one a masked stub of it carries).
+When not even the first line fits, the excerpt keeps that line's head, cut at a character,
+followed by a line break and the elision line. A page is a run of the original's lines from a
+given line, ending with a line that says where to go on when lines remain.
+
+Everything here is pure: the caller hands in the function that prices a text. The choices (the
+head and tail split, the wording, the search) are in docs/design.md, "Excerpts".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+from baseaicore import ValidationError
+
+from cutctx._core.digest import json_string_digest
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Price = Callable[[str], int]
+
+__all__ = [
+    "Elision",
+    "check_recall_tool",
+    "elision_line",
+    "excerpt",
+    "lines_of",
+    "page",
+    "parse_excerpt",
+]
+
+_ELISION: Final = re.compile(
+    r"\[cutctx: ([0-9]+) lines? left out \(([0-9]+) tokens?\), sha256:([0-9a-f]{64})"
+    r"(?:; call (.+) with this sha256 and start_line=([0-9]+) to read them)?\]",
+    re.ASCII | re.DOTALL,
+)
+_MARK: Final = "[cutctx: "
+"""How every elision line starts: a cheap test before the pattern."""
+_SHOWN: Final = 40
+"""Characters of a bad argument shown in a page's explanation."""
+
+
+class Elision(NamedTuple):
+    """What an excerpt kept of its original, read back by ``parse_excerpt``.
+
+    ``head`` and ``tail`` count the whole lines kept at either end; ``cut`` the characters kept
+    of the first line when no whole line is (0 otherwise). ``left_lines``, ``left_tokens``,
+    ``digest``, ``recall_tool`` and ``start_line`` are what the elision line says.
+    """
+
+    head: int
+    cut: int
+    tail: int
+    left_lines: int
+    left_tokens: int
+    digest: str
+    recall_tool: str | None
+    start_line: int | None
+
+
+def lines_of(text: str) -> list[str]:
+    r"""Return the lines of ``text``, each with its ``"\n"`` (the last may lack it).
+
+    ``"".join(lines_of(text)) == text``; the empty text has no lines.
+    """
+    pieces = text.split("\n")
+    lines = [piece + "\n" for piece in pieces[:-1]]
+    if pieces[-1]:
+        lines.append(pieces[-1])
+    return lines
+
+
+def check_recall_tool(owner: str, value: object) -> str | None:
+    """Return ``value`` if it is ``None`` or a tool name on one line, else raise."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or value.isspace() or "\n" in value:
+        raise ValidationError(
+            f"{owner}.recall_tool must be None or a tool name on one line, got {value!r:.40}",
+            details={"field": f"{owner}.recall_tool", "expected": "a tool name on one line"},
+        )
+    return value
+
+
+def _count(text: str) -> int:
+    """Return how many lines ``text`` holds, without splitting it."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def elision_line(
+    left_lines: int,
+    left_tokens: int,
+    digest: str,
+    recall_tool: str | None = None,
+    start_line: int = 1,
+) -> str:
+    """Return the elision line (without its line break) for the facts given.
+
+    ``[cutctx: 412 lines left out (5120 tokens), sha256:<hex>]``; with ``recall_tool`` it goes
+    on ``; call <tool> with this sha256 and start_line=<n> to read them]``.
+    """
+    said = (
+        f"[cutctx: {_plural(left_lines, 'line')} left out ({_plural(left_tokens, 'token')}), "
+        f"sha256:{digest}"
+    )
+    if recall_tool is not None:
+        said += f"; call {recall_tool} with this sha256 and start_line={start_line} to read them"
+    return said + "]"
+
+
+def _largest(fits: Callable[[int], bool], low: int, high: int) -> int:
+    """Return the largest ``k`` in ``[low, high]`` that ``fits``, given that ``low`` fits.
+
+    Galloping (``low + 1, low + 2, low + 4, ...``), then halving between the last fit and the
+    first miss: the texts priced stay within twice the size of the answer, however long the
+    original. Exact for prices that never fall as text is added; deterministic for any.
+    """
+    good, step = low, 1
+    while good < high:
+        probe = min(high, good + step)
+        if not fits(probe):
+            high = probe - 1
+            break
+        good, step = probe, step * 2
+    while good < high:
+        middle = (good + high + 1) // 2
+        if fits(middle):
+            good = middle
+        else:
+            high = middle - 1
+    return good
+
+
+class _Excerpter:
+    """One original, its lines and price, and the excerpts made of it (see ``excerpt``)."""
+
+    __slots__ = ("digest", "lines", "price", "recall_tool", "room", "total")
+
+    def __init__(
+        self, text: str, total: int, price: Price, room: int, recall_tool: str | None
+    ) -> None:
+        self.lines = lines_of(text)
+        self.total = total
+        self.price = price
+        self.room = room
+        self.recall_tool = recall_tool
+        self.digest = json_string_digest(text)
+
+    def text(self, head: int, tail: int, cut: int = 0) -> str:
+        """Return the excerpt keeping ``head`` and ``tail`` whole lines (or ``cut`` characters)."""
+        lines = self.lines
+        kept_head = "".join(lines[:head]) + (lines[0][:cut] if cut else "")
+        kept_tail = "".join(lines[len(lines) - tail :]) if tail else ""
+        left = max(0, self.total - self.price(kept_head + kept_tail))
+        said = elision_line(len(lines) - head - tail, left, self.digest, self.recall_tool, head + 1)
+        return kept_head + ("\n" if cut else "") + said + ("\n" if kept_tail else "") + kept_tail
+
+    def fits(self, head: int, tail: int, cut: int = 0) -> bool:
+        return self.price(self.text(head, tail, cut)) <= self.room
+
+    def best(self) -> str | None:
+        """Return the excerpt the documented split gives, or ``None`` if none fits."""
+        if not self.fits(0, 0):
+            return None
+        count = len(self.lines)
+        # Lines are taken in turn, head first: after m steps the head holds ceil(m/2) lines
+        # and the tail floor(m/2); at least one line is always left out.
+        steps = _largest(lambda m: self.fits((m + 1) // 2, m // 2), 0, count - 1)
+        head, tail = (steps + 1) // 2, steps // 2
+        if steps < count - 1:
+            if steps % 2 == 0:  # the head's next line did not fit: the tail goes on alone
+                tail = _largest(lambda t: self.fits(head, t), tail, count - 1 - head)
+            else:  # the tail's did not: the head goes on alone
+                head = _largest(lambda h: self.fits(h, tail), head, count - 1 - tail)
+        cut = 0
+        if head == 0:
+            # Not even the first line fits whole: keep its head, cut at a character, and
+            # never all of it (its whole text would read as a kept line).
+            longest = len(self.lines[0].removesuffix("\n")) - 1
+            if longest > 0:
+                cut = _largest(lambda c: self.fits(0, tail, c), 0, longest)
+        return self.text(head, tail, cut)
+
+
+def excerpt(
+    text: str,
+    max_tokens: int,
+    price: Price,
+    framing: int = 0,
+    *,
+    recall_tool: str | None = None,
+) -> str | None:
+    r"""Return the excerpt of ``text`` that ``price`` puts, with ``framing``, within ``max_tokens``.
+
+    The excerpt is the first lines of ``text``, one elision line and its last lines, verbatim
+    and whole, so that ``framing + price(excerpt) <= max_tokens``; the elision line says how
+    many lines and tokens were left out (the tokens: ``price(text)`` less the price of the kept
+    lines) and names ``sha256:`` + the digest a masked stub of ``text`` carries. Lines are taken
+    in turn, head first (first, last, second, second to last, ...); when one end's next line
+    does not fit, the other end goes on alone. When not even the first line fits, its head is
+    kept, cut at a character, then a line break and the elision line. With ``recall_tool``
+    the elision line also says how to read the rest (``call <tool> with this sha256 and
+    start_line=<n>``); without it, it names no tool.
+
+    Returns ``None`` when ``text`` fits whole (nothing to leave out) or not even the elision
+    line fits.
+
+    >>> log = "".join(f"line {n}\n" for n in range(1, 41))
+    >>> print(excerpt(log, 36, lambda text: len(text) // 4), end="")  # doctest: +ELLIPSIS
+    line 1
+    line 2
+    [cutctx: 36 lines left out (70 tokens), sha256:e6e9d5bc...]
+    line 39
+    line 40
+
+    .. versionadded:: 0.2.0
+
+    Raises:
+        ValidationError: if ``recall_tool`` is given and is not a name on one line.
+    """
+    check_recall_tool("excerpt", recall_tool)
+    room = max_tokens - framing
+    total = price(text)
+    if total <= room or not text:
+        return None
+    return _Excerpter(text, total, price, room, recall_tool).best()
+
+
+def parse_excerpt(original: str, text: str) -> Elision | None:
+    """Return what the excerpt ``text`` kept of ``original``, or ``None`` if it is no excerpt.
+
+    An excerpt is a prefix of ``original``'s whole lines (or, alone, the head of its first
+    line cut at a character and a line break), one elision line whose counts of lines left out
+    (and start line, when it names a tool) are true, and a suffix of ``original``'s whole
+    lines; the elision line ends with a line break exactly when a tail follows. The digest and
+    the token figure it states are read, not checked (they are written by ``excerpt`` alone).
+    """
+    lines = lines_of(text)
+    offset = 0
+    for index, line in enumerate(lines):
+        start, offset = offset, offset + len(line)
+        if not line.startswith(_MARK):
+            continue
+        said = _ELISION.fullmatch(line.removesuffix("\n"))
+        if said is None or line.endswith("\n") != (offset < len(text)):
+            continue
+        tail = text[offset:]
+        found = _read(original, text[:start], tail, index, said) or (
+            _read_cut(original, text[:start], tail, said) if index == 1 else None
+        )
+        if found is not None:
+            return found
+    return None
+
+
+def _tail_start(original: str, head: int, tail: str) -> int | None:
+    """Return where ``tail`` begins in ``original``: whole last lines, after ``head`` chars."""
+    start = len(original) - len(tail)
+    if start <= head or not original.endswith(tail):
+        return None
+    if tail and original[start - 1] != "\n":
+        return None
+    return start
+
+
+def _elision(said: re.Match[str], middle: str, head: int, cut: int, tail: str) -> Elision | None:
+    """Return the reading if the elision line's counts are true of the ``middle`` left out."""
+    left_lines = int(said.group(1))
+    start_line = None if said.group(5) is None else int(said.group(5))
+    if left_lines != _count(middle) or start_line not in (None, head + 1):
+        return None
+    return Elision(
+        head,
+        cut,
+        _count(tail),
+        left_lines,
+        int(said.group(2)),
+        said.group(3),
+        said.group(4),
+        start_line,
+    )
+
+
+def _read(original: str, head: str, tail: str, lines: int, said: re.Match[str]) -> Elision | None:
+    """Read ``head`` (``lines`` whole lines), the elision line and ``tail`` against ``original``."""
+    if not original.startswith(head):
+        return None
+    start = _tail_start(original, len(head), tail)
+    if start is None:
+        return None
+    return _elision(said, original[len(head) : start], lines, 0, tail)
+
+
+def _read_cut(original: str, head: str, tail: str, said: re.Match[str]) -> Elision | None:
+    """Read ``head`` as the first line's head cut at a character, then its line break."""
+    cut = head.removesuffix("\n")
+    if not cut or not original.startswith(cut) or original[len(cut) : len(cut) + 1] in ("", "\n"):
+        return None
+    start = _tail_start(original, len(cut), tail)
+    if start is None:
+        return None
+    return _elision(said, original[:start], 0, len(cut), tail)
+
+
+def _hint(first: int, last: int, count: int) -> str:
+    return f"[cutctx_recall: lines {first}-{last} of {count}; continue with start_line={last + 1}]"
+
+
+def _refusal(name: str, value: object) -> str:
+    return f"[cutctx_recall: {name} must be an integer of at least 1, got {value!r:.{_SHOWN}}]"
+
+
+def page(text: str, start_line: object, max_tokens: object, price: Price) -> str:
+    r"""Return ``text``'s lines from ``start_line`` (counted from 1) that fit ``max_tokens``.
+
+    The lines come verbatim, with their line endings. A page always holds at least one whole
+    line, even one over ``max_tokens``. When lines remain it ends with exactly one line
+    ``[cutctx_recall: lines {a}-{b} of {n}; continue with start_line={b+1}]``, counted in
+    ``max_tokens``; the last page has none. A bad argument (``start_line`` not an integer or
+    below 1, or past the last line; ``max_tokens`` not an integer or below 1) gives back a
+    one-line explanation instead, never an exception: a model reads it.
+
+    >>> page("a\nb\nc\n", 2, 100, len)
+    'b\nc\n'
+
+    .. versionadded:: 0.2.0
+    """
+    for name, value in (("start_line", start_line), ("max_tokens", max_tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            return _refusal(name, value)
+    assert isinstance(start_line, int)  # noqa: S101 - checked just above
+    assert isinstance(max_tokens, int)  # noqa: S101 - checked just above
+    lines = lines_of(text)
+    count = len(lines)
+    if start_line > count:
+        return (
+            f"[cutctx_recall: start_line {start_line} is past the end: "
+            f"the text has {_plural(count, 'line')}]"
+        )
+    first = start_line
+
+    def body(last: int) -> str:
+        run = "".join(lines[first - 1 : last])
+        return run if last == count else run + _hint(first, last, count)
+
+    def fits(last: int) -> bool:
+        return price(body(last)) <= max_tokens
+
+    last = _largest(fits, first, count) if fits(first) else first
+    return body(last)

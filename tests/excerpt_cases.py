@@ -1,0 +1,124 @@
+"""A small agent transcript whose tool results outgrow a result cap, and an excerpt oracle.
+
+The oracle (``readings``, ``bare_elision``) restates the excerpt's promise from
+docs/contract.md without the code under test.
+
+Priced by the character default (``ceil(len / 4)``), each result with 3 tokens of framing::
+
+    s     SYSTEM      10
+    task  USER        20   pinned
+    a1    ASSISTANT   10   call c1
+    r1    TOOL        396  call c1   120 lines of build log
+    n1    ASSISTANT   10
+    a2    ASSISTANT   10   call c2
+    r2    TOOL        241  call c2   80 lines of test output
+    n2    ASSISTANT   10
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import TYPE_CHECKING, Final
+
+from baseaicore import sha256_of
+
+from cutctx import CompactionBudget, Role, Transcript, TranscriptTurn
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+CAP: Final = 80
+FRAMING: Final = 3
+
+
+def chars(text: str) -> int:
+    """The character default's price, restated."""
+    return math.ceil(len(text) / 4)
+
+
+def log(lines: int, word: str = "step") -> str:
+    """A log of ``lines`` numbered lines."""
+    return "".join(f"{word} {n}: ok\n" for n in range(1, lines + 1))
+
+
+def result(turn_id: str, call: str, text: str) -> TranscriptTurn:
+    """A tool result priced at its text plus ``FRAMING``."""
+    return TranscriptTurn(turn_id, Role.TOOL, text, chars(text) + FRAMING, call)
+
+
+BUILD_LOG: Final = log(120, "build")
+TEST_LOG: Final = log(80, "test")
+
+AGENT: Final = Transcript(
+    (
+        TranscriptTurn("s", Role.SYSTEM, "You are careful.", 10),
+        TranscriptTurn("task", Role.USER, "Fix the build.", 20, pinned=True),
+        TranscriptTurn("a1", Role.ASSISTANT, "build it", 10, "c1"),
+        result("r1", "c1", BUILD_LOG),
+        TranscriptTurn("n1", Role.ASSISTANT, "it fails", 10),
+        TranscriptTurn("a2", Role.ASSISTANT, "test it", 10, "c2"),
+        result("r2", "c2", TEST_LOG),
+        TranscriptTurn("n2", Role.ASSISTANT, "tests fail", 10),
+    )
+)
+
+
+def capped(max_tokens: int, protected: int = 2, cap: int | None = CAP) -> CompactionBudget:
+    """A budget over ``AGENT`` with the result cap (two protected turns: ``r2`` and ``n2``)."""
+    return CompactionBudget(max_tokens, protected, max_result_tokens=cap)
+
+
+def lines_of(text: str) -> list[str]:
+    """Lines ending in a newline only (``splitlines`` also splits at carriage returns)."""
+    pieces = text.split("\n")
+    return [piece + "\n" for piece in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
+
+
+ELISION: Final = re.compile(
+    r"\[cutctx: (\d+) lines? left out \((\d+) tokens?\), sha256:([0-9a-f]{64})"
+    r"(?:; call (.+) with this sha256 and start_line=(\d+) to read them)?\]"
+)
+"""The elision line, restated from docs/contract.md."""
+
+
+def readings(original: str, made: str) -> list[tuple[int, int, int, re.Match[str]]]:
+    """Every way ``made`` is head lines (or a cut first line), one elision line and tail lines.
+
+    Each reading is (head lines, cut characters, tail lines, the elision line's match): a
+    brute-force search over the positions, independent of the code under test.
+    """
+    kept = lines_of(original)
+    made_lines = lines_of(made)
+    found: list[tuple[int, int, int, re.Match[str]]] = []
+    for index, line in enumerate(made_lines):
+        said = ELISION.fullmatch(line.removesuffix("\n"))
+        if said is None:
+            continue
+        before = "".join(made_lines[:index])
+        after = "".join(made_lines[index + 1 :])
+        if line.endswith("\n") != bool(after):
+            continue
+        tails = [t for t in range(len(kept) + 1) if "".join(kept[len(kept) - t :]) == after]
+        heads = [h for h in range(len(kept) + 1) if "".join(kept[:h]) == before]
+        found += [(h, 0, t, said) for h in heads for t in tails if h + t < len(kept)]
+        cut = before.removesuffix("\n")
+        first = kept[0].removesuffix("\n") if kept else ""
+        if index == 1 and cut and first.startswith(cut) and len(cut) < len(first):
+            found += [(0, len(cut), t, said) for t in tails if t < len(kept)]
+    return found
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def bare_elision(text: str, price: Callable[[str], int], tool: str | None = None) -> str:
+    """The elision line of an excerpt that keeps nothing: the smallest excerpt there is."""
+    said = (
+        f"[cutctx: {plural(len(lines_of(text)), 'line')} left out "
+        f"({plural(max(0, price(text) - price('')), 'token')}), sha256:{sha256_of(text)}"
+    )
+    if tool is not None:
+        said += f"; call {tool} with this sha256 and start_line=1 to read them"
+    return said + "]"

@@ -1,0 +1,119 @@
+"""Excerpts and pages keep the original's lines whole, whatever the text, cap and price.
+
+The oracle restates the promise (docs/contract.md, "Excerpts"): an excerpt is a prefix of the
+original's lines (or, alone, the head of its first line), exactly one elision line naming
+``baseaicore.sha256_of(original)`` and a suffix of its lines, priced within the cap; paging
+from line 1 by the continue hints gives back every line exactly once.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import TYPE_CHECKING
+
+from baseaicore import sha256_of
+from hypothesis import given, note
+from hypothesis import strategies as st
+
+from cutctx._core.excerpts import excerpt, page
+from tests.excerpt_cases import bare_elision, readings
+from tests.excerpt_cases import lines_of as _lines
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+HINT = re.compile(r"\[cutctx_recall: lines (\d+)-(\d+) of (\d+); continue with start_line=(\d+)\]")
+
+# Lines of awkward text: carriage returns, tabs, non-ASCII, brackets, and now and then a line
+# that is itself an elision or hint line, or one far longer than the rest.
+PIECES = st.text(alphabet="ab \t\r[]:;é中\U0001f600", max_size=30) | st.sampled_from(
+    [
+        "[cutctx: 3 lines left out (4 tokens), sha256:" + "a" * 64 + "]",
+        "[cutctx_recall: lines 1-2 of 9; continue with start_line=3]",
+        "x" * 700,
+        "",
+    ]
+)
+TEXTS = st.builds(
+    lambda pieces, end: "\n".join(pieces) + end,
+    st.lists(PIECES, max_size=60),
+    st.sampled_from(["", "\n"]),
+)
+
+
+def prices() -> st.SearchStrategy[Callable[[str], int]]:
+    """A character ratio, or a tokenizer's shape (a framing constant plus one per word)."""
+    ratio = st.floats(min_value=0.5, max_value=8.0).map(
+        lambda r: lambda text: math.ceil(len(text) / r)
+    )
+    words = st.integers(min_value=0, max_value=5).map(lambda k: lambda text: k + len(text.split()))
+    return ratio | words
+
+
+@given(
+    text=TEXTS,
+    cap=st.integers(min_value=1, max_value=400),
+    framing=st.integers(min_value=-20, max_value=60),
+    price=prices(),
+    tool=st.none() | st.just("cutctx_recall"),
+)
+def test_an_excerpt_is_a_prefix_one_elision_line_and_a_suffix_within_the_cap(
+    text: str, cap: int, framing: int, price: Callable[[str], int], tool: str | None
+) -> None:
+    """Catches an excerpt that edits, reorders or drops part of a kept line, holds a second
+    elision line or none, leaves nothing out, states wrong counts or digest, or is priced over
+    the cap (its framing included); and an excerpt missing for a text it should cut."""
+    made = excerpt(text, cap, price, framing, recall_tool=tool)
+    if made is None:
+        # The text is empty or fits whole, or not even the smallest excerpt fits.
+        assert (
+            not text
+            or framing + price(text) <= cap
+            or framing + price(bare_elision(text, price, tool)) > cap
+        )
+        return
+    note(repr(made))
+    assert framing + price(made) <= cap
+    found = readings(text, made)
+    assert found, "not a prefix, one elision line and a suffix"
+    head, _, tail, said = found[0]
+    assert int(said.group(1)) == len(_lines(text)) - head - tail
+    assert said.group(3) == sha256_of(text)
+    assert (said.group(4), said.group(5)) == (
+        (None, None) if tool is None else (tool, str(head + 1))
+    )
+
+
+@given(
+    text=TEXTS.filter(bool),
+    limit=st.integers(min_value=1, max_value=200),
+    price=prices(),
+)
+def test_paging_from_line_one_by_the_hints_gives_back_every_line_exactly(
+    text: str, limit: int, price: Callable[[str], int]
+) -> None:
+    """Catches a page that loses, repeats, reorders or edits a line, a hint that names the
+    wrong lines or the wrong next start, a page over its limit that holds more than one line,
+    and a last page with a hint."""
+    kept = _lines(text)
+    count = len(kept)
+    start, pieces = 1, []
+    while True:
+        made = page(text, start, limit, price)
+        rest = "".join(kept[start - 1 :])
+        if made == rest:  # the last page: the rest, and no hint
+            assert price(made) <= limit or len(_lines(made)) == 1
+            pieces.append(made)
+            break
+        hint = HINT.fullmatch(made.rsplit("\n", 1)[-1])
+        assert hint is not None, made
+        first, last, total, following = map(int, hint.groups())
+        assert (first, total, following) == (start, count, last + 1)
+        assert first <= last < count
+        body = made[: -len(hint.group(0))]
+        assert body == "".join(kept[first - 1 : last])
+        assert price(made) <= limit or last == first
+        pieces.append(body)
+        start = following
+    assert "".join(pieces) == text
