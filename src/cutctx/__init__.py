@@ -60,7 +60,10 @@ from cutctx._core.values import TranscriptTurn as TranscriptTurn
 from cutctx._core.values import TurnAction as TurnAction
 from cutctx._core.values import TurnReplacement as TurnReplacement
 from cutctx._loop.compact import CompactedMessages as CompactedMessages
+from cutctx._loop.compact import acompact_messages as acompact_messages
 from cutctx._loop.compact import compact_messages as compact_messages
+from cutctx._loop.compact import default_messages_policy as default_messages_policy
+from cutctx._loop.recall import recall as recall
 from cutctx._loop.request import WindowStats as WindowStats
 from cutctx._loop.window import ContextWindow as ContextWindow
 from cutctx._policies.bounded import BoundedSummarizingPolicy as BoundedSummarizingPolicy
@@ -114,9 +117,12 @@ __all__ = [
     "Verification",
     "WindowStats",
     "__version__",
+    "acompact_messages",
     "compact_messages",
     "default_chain",
+    "default_messages_policy",
     "explain",
+    "recall",
     "verify",
 ]
 

@@ -90,7 +90,9 @@ ADDED_LOOP = {"ContextWindow", "WindowStats", "BoundedSummarizingPolicy"}
 # and the two message keys of context-clipper's that users write (docs/contract.md).
 ADDED_PRIORITY = {"PriorityPolicy", "PRIORITY_KEY", "STICKY_KEY"}
 # The excerpting policy (docs/policies.md): tool results over the budget's max_result_tokens.
-ADDED_EXCERPTS = {"ExcerptingPolicy"}
+ADDED_EXCERPTS = {"ExcerptingPolicy", "recall"}
+# The messages entry points' async twin and their default policy, named (docs/policies.md).
+ADDED_MESSAGES = {"acompact_messages", "default_messages_policy"}
 ADDED_OPTIONALLY = {"compact_messages", "CompactedMessages"}
 
 
@@ -109,7 +111,12 @@ class TestExports:
         assert len(exported) == len(cutctx.__all__), "a name is exported twice"
         assert (
             exported - ADDED_OPTIONALLY
-            == DOCUMENTED | ADDED_ALWAYS | ADDED_LOOP | ADDED_PRIORITY | ADDED_EXCERPTS
+            == DOCUMENTED
+            | ADDED_ALWAYS
+            | ADDED_LOOP
+            | ADDED_PRIORITY
+            | ADDED_EXCERPTS
+            | ADDED_MESSAGES
         )
         optional = exported & ADDED_OPTIONALLY
         assert optional in (set(), ADDED_OPTIONALLY), "the helper and its result come together"

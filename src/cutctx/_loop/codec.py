@@ -124,10 +124,17 @@ def _literal(item: object) -> object:
 def _decisions_of(window: ContextWindow) -> dict[str, Any]:
     ledger, decisions = window._ledger, window._decisions
     turns = ledger.turns
+    actions = decisions.actions
     return {
         "masked": [
             [turns[index].turn_id, stub.content, stub.token_estimate]
             for index, stub in sorted(decisions.stubs.items())
+            if actions[index] is Action.MASK
+        ],
+        "excerpted": [
+            [turns[index].turn_id, stub.content, stub.token_estimate]
+            for index, stub in sorted(decisions.stubs.items())
+            if actions[index] is Action.EXCERPT
         ],
         "dropped": [
             turns[index].turn_id
@@ -183,6 +190,8 @@ def decode(
             policy=policy,
             summary_input_tokens=data["summary_input_tokens"],
             cache_breakpoints=data["cache_breakpoints"],
+            max_result_tokens=data["max_result_tokens"],
+            recall=data["recall"],
             priority=priority,
             pin=pin,
         )
@@ -280,6 +289,8 @@ def resume(window: ContextWindow, history: Sequence[Any]) -> None:
     saved.resumed = True
     window._ledger.restore(history, saved.count, saved.prices, saved.firsts)
     window._ledger.adopt_print(made)
+    if window._recall is not None:
+        window._recall.complete = False
     window._view = None
     window._decisions = Decisions([])
     window._last_count = saved.last
@@ -329,6 +340,10 @@ def adopt(window: ContextWindow) -> None:
         for turn_id, content, estimate in data["masked"]:
             index = index_of[turn_id]
             actions[index] = Action.MASK
+            stubs[index] = TurnReplacement(content, estimate)
+        for turn_id, content, estimate in data["excerpted"]:
+            index = index_of[turn_id]
+            actions[index] = Action.EXCERPT
             stubs[index] = TurnReplacement(content, estimate)
         for turn_id in data["dropped"]:
             actions[index_of[turn_id]] = Action.DROP

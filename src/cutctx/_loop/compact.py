@@ -17,11 +17,12 @@ from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.metadata import PRIORITY_METADATA
 from cutctx._core.protocols import CompactionPolicy
-from cutctx._core.values import CompactionBudget, Transcript, check_count
+from cutctx._core.values import DEFAULT_PLACEHOLDER, CompactionBudget, Transcript, check_count
 from cutctx._loop.ledger import pin_first
 from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
+from cutctx._policies.excerpting import ExcerptingPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.priority import PriorityPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
@@ -80,6 +81,7 @@ def compact_messages[M: Message](
     keep_recent_results: int = 2,
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    max_result_tokens: int | None = None,
 ) -> CompactedMessages[M]:
     """Compact ``messages`` to ``max_tokens`` and return them in the same format.
 
@@ -92,7 +94,10 @@ def compact_messages[M: Message](
     between plan and apply. ``keep_first`` pins the first non-system messages (the task), so
     every plan keeps them. ``estimator`` prices everything (``CharRatioEstimator()`` by
     default); a plan that fits means the returned messages fit, counted by the format's
-    ``count_tokens`` with the same estimator.
+    ``count_tokens`` with the same estimator. With ``max_result_tokens``, every tool result
+    priced above it is sent as an excerpt (its first and last lines, within the cap) — in the
+    protected tail too — and an untouchable one counts at its excerpt's price; without it, as
+    in 0.1, a result over the budget raises ``BudgetUnsatisfiable``.
 
     A message's ``"sticky": true`` (or a true ``pin(index, message)``) makes it untouchable and
     its ``"priority": n`` (or ``priority(index, message)``) sets its priority; neither key is
@@ -115,11 +120,12 @@ def compact_messages[M: Message](
 
     .. versionadded:: 0.1.0
     .. versionchanged:: 0.2.0
-       ``format`` may be a ``Format``; an async ``summarize`` is refused.
+       ``format`` may be a ``Format``; an async ``summarize`` is refused; ``max_result_tokens``.
     """
     job = _Job.of(
         messages, max_tokens, format, system, policy, summarize, estimator,
         protected_recent_turns, keep_first, keep_recent_results, priority, pin,
+        max_result_tokens,
     )  # fmt: skip
     texts: dict[str, str] = {}
     for request, turns in job.calls():
@@ -150,6 +156,7 @@ async def acompact_messages[M: Message](
     keep_recent_results: int = 2,
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    max_result_tokens: int | None = None,
 ) -> CompactedMessages[M]:
     """Compact ``messages`` as ``compact_messages`` does, awaiting an async ``summarize``.
 
@@ -171,6 +178,7 @@ async def acompact_messages[M: Message](
     job = _Job.of(
         messages, max_tokens, format, system, policy, summarize, estimator,
         protected_recent_turns, keep_first, keep_recent_results, priority, pin,
+        max_result_tokens,
     )  # fmt: skip
     texts: dict[str, str] = {}
     for request, turns in job.calls():
@@ -208,6 +216,7 @@ class _Job:
         keep_recent_results: int,
         priority: Callable[[int, dict[str, Any]], int] | None,
         pin: Callable[[int, dict[str, Any]], bool] | None,
+        max_result_tokens: int | None,
     ) -> _Job:
         fmt = resolve(format, owner="compact_messages")
         if summarize is not None and not callable(summarize):
@@ -233,7 +242,9 @@ class _Job:
         # The messages' budget leaves room for what the request costs beyond them.
         room = check_count("compact_messages", "max_tokens", max_tokens)
         budget = CompactionBudget(
-            max(0, room - fmt.request_overhead(chosen)), protected_recent_turns
+            max(0, room - fmt.request_overhead(chosen)),
+            protected_recent_turns,
+            max_result_tokens=max_result_tokens,
         )
         if policy is None:
             policy = (
@@ -243,6 +254,7 @@ class _Job:
                     estimator=chosen,
                     keep_recent_results=keep_recent_results,
                     summarize=summarize is not None,
+                    max_result_tokens=max_result_tokens,
                 )
             )
         plan = policy.decide(transcript, budget)
@@ -312,6 +324,9 @@ def default_messages_policy(
     keep_recent_results: int = 2,
     summarize: bool = False,
     summary_input_tokens: int | None = None,
+    max_result_tokens: int | None = None,
+    placeholder: str = DEFAULT_PLACEHOLDER,
+    recall_tool: str | None = None,
 ) -> PolicyChain:
     """Return the policy ``compact_messages``, ``ContextWindow`` and the CLI plan with.
 
@@ -322,8 +337,11 @@ def default_messages_policy(
     (``SummarizingPolicy``, or ``BoundedSummarizingPolicy`` when ``summary_input_tokens``
     bounds their input; requests named ``SUMMARY_PROMPT_ID``) come after the old results are
     masked and before the floor is. The masking members price stubs with ``estimator`` (the
-    one that prices the messages: the budget guarantee needs it). It differs from 0.1's
-    ``default_chain`` (masking, summarizing, drop): see ``docs/policies.md``.
+    one that prices the messages: the budget guarantee needs it), labelled ``placeholder``.
+    With ``max_result_tokens`` an ``ExcerptingPolicy`` goes first (it excerpts by the budget's
+    ``max_result_tokens``, which ``compact_messages`` sets to the same figure; its elision lines
+    name ``recall_tool`` when given). It differs from 0.1's ``default_chain`` (masking,
+    summarizing, drop): see ``docs/policies.md``.
 
     >>> default_messages_policy().name
     'chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
@@ -331,16 +349,19 @@ def default_messages_policy(
     .. versionadded:: 0.2.0
     """
     check_count("default_messages_policy", "keep_recent_results", keep_recent_results)
-    old = ObservationMaskingPolicy(keep_recent_results, estimator=estimator)
-    floor = ObservationMaskingPolicy(0, estimator=estimator)
-    if not summarize:
-        return PolicyChain((old, floor, DropOldestPolicy()))
-    summarizing: CompactionPolicy = (
-        SummarizingPolicy(SUMMARY_PROMPT_ID)
-        if summary_input_tokens is None
-        else BoundedSummarizingPolicy(SUMMARY_PROMPT_ID, max_input_tokens=summary_input_tokens)
-    )
-    return PolicyChain((old, summarizing, floor, DropOldestPolicy()))
+    old = ObservationMaskingPolicy(keep_recent_results, placeholder, estimator=estimator)
+    floor = ObservationMaskingPolicy(0, placeholder, estimator=estimator)
+    members: list[CompactionPolicy] = [old]
+    if max_result_tokens is not None:
+        check_count("default_messages_policy", "max_result_tokens", max_result_tokens)
+        members.insert(0, ExcerptingPolicy(estimator=estimator, recall_tool=recall_tool))
+    if summarize:
+        members.append(
+            SummarizingPolicy(SUMMARY_PROMPT_ID)
+            if summary_input_tokens is None
+            else BoundedSummarizingPolicy(SUMMARY_PROMPT_ID, max_input_tokens=summary_input_tokens)
+        )
+    return PolicyChain((*members, floor, DropOldestPolicy()))
 
 
 def pin_first_messages(transcript: Transcript, binding: Binding[Any], count: int) -> Transcript:

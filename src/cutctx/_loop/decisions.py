@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from baseaicore import ValidationError
 
 from cutctx._core.executor import CompactionExecutor
-from cutctx._core.values import SUMMARY_TURN_ID_PREFIX, Action, group_id_for
+from cutctx._core.values import SUMMARY_TURN_ID_PREFIX, Action, Role, group_id_for
+from cutctx._loop.recall import RECALL_TOOL
 from cutctx._policies.draft import Draft, Group, build_plan, estimator_marks
+from cutctx._policies.excerpting import excerpt_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -31,8 +33,29 @@ if TYPE_CHECKING:
         TranscriptTurn,
         TurnReplacement,
     )
+    from cutctx._loop.settings import Settings
+    from cutctx.formats import Scanned
 
-__all__ = ["Decisions", "Summary"]
+__all__ = ["Decisions", "Summary", "excerpts_of"]
+
+
+def excerpts_of(read: Scanned[Any] | None, settings: Settings) -> dict[str, TurnReplacement]:
+    """Return the excerpt of each tool result ``read`` priced over the result cap, by turn id.
+
+    An excerpt is decided once, when its result arrives (its elision lines name the recall tool
+    when recall is on); one whose framing alone is over the cap is not made.
+    """
+    cap = settings.cap
+    if read is None or cap is None:
+        return {}
+    tool = RECALL_TOOL if settings.recall else None
+    made = {}
+    for turn in read.turns:
+        if turn.role is Role.TOOL and turn.token_estimate > cap:
+            excerpt = excerpt_of(turn, cap, settings.estimator, tool)
+            if excerpt is not None:
+                made[turn.turn_id] = excerpt
+    return made
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +168,7 @@ class Decisions:
             turn.token_estimate
             if action is Action.KEEP
             else stubs[index].token_estimate
-            if action is Action.MASK
+            if action is Action.MASK or action is Action.EXCERPT
             else 0
             for index, (turn, action) in enumerate(zip(turns, actions, strict=True))
         ) + sum(summary.target_tokens for summary in self.summaries.values())

@@ -164,7 +164,9 @@ class Planner:
         settings = self._settings
         hard = CompactionBudget(settings.max_tokens, settings.protected)
         return CompactionBudget(
-            max(settings.to, layout(history, hard).untouchable_tokens), settings.protected
+            max(settings.to, layout(history, hard).untouchable_tokens),
+            settings.protected,
+            max_result_tokens=settings.cap,
         )
 
     def plan(self, current: Transcript, policy: CompactionPolicy, ledger: Ledger) -> Pending:

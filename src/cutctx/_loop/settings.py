@@ -50,6 +50,8 @@ class Settings:
     policy: CompactionPolicy | None
     priority: Priority | None
     pin: Pin | None
+    cap: int | None
+    recall: bool
     given: dict[str, Any]
 
     @classmethod
@@ -69,6 +71,8 @@ class Settings:
         cache_breakpoints: object,
         priority: object,
         pin: object,
+        max_result_tokens: object,
+        recall: object,
     ) -> Settings:
         """Check every option and return the settings.
 
@@ -92,10 +96,14 @@ class Settings:
             if summary_input_tokens is None
             else tokens_of("summary_input_tokens", summary_input_tokens, top)
         )
-        if not isinstance(cache_breakpoints, bool):
-            raise ValidationError(
-                f"{_OWNER}.cache_breakpoints must be a bool", details={"field": "cache_breakpoints"}
-            )
+        for name, flag in (("cache_breakpoints", cache_breakpoints), ("recall", recall)):
+            if not isinstance(flag, bool):
+                raise ValidationError(f"{_OWNER}.{name} must be a bool", details={"field": name})
+        cap = (
+            None
+            if max_result_tokens is None
+            else tokens_of("max_result_tokens", max_result_tokens, top)
+        )
         for name, function, shape in (
             ("summarize", summarize, "(request, turns) -> str"),
             ("priority", priority, "(index, message) -> int"),
@@ -123,13 +131,15 @@ class Settings:
             keep_first=check_count(_OWNER, "keep_first", keep_first),
             protected=check_count(_OWNER, "protected_recent_turns", protected_recent_turns),
             keep_recent=check_count(_OWNER, "keep_recent_results", keep_recent_results),
-            cache_breakpoints=cache_breakpoints,
+            cache_breakpoints=bool(cache_breakpoints),
             system=system,
             estimator=CharRatioEstimator() if estimator is None else estimator,  # type: ignore[arg-type]
             summarize=summarize,  # type: ignore[arg-type]
             policy=policy,
             priority=priority,  # type: ignore[arg-type]
             pin=pin,  # type: ignore[arg-type]
+            cap=cap,
+            recall=bool(recall),
             given={
                 "max_tokens": top,
                 "compact_at": compact_at,
@@ -140,6 +150,8 @@ class Settings:
                 "system": system,
                 "summary_input_tokens": summary_input_tokens,
                 "cache_breakpoints": cache_breakpoints,
+                "max_result_tokens": max_result_tokens,
+                "recall": recall,
             },
         )
 

@@ -15,12 +15,19 @@ from typing import TYPE_CHECKING, Any, cast
 
 from baseaicore import ValidationError
 
-from cutctx._core.values import Action, Transcript
+from cutctx._core.values import DEFAULT_PLACEHOLDER, Action, Transcript
 from cutctx._loop import codec
 from cutctx._loop.compact import CompactedMessages, default_messages_policy
-from cutctx._loop.decisions import Decisions
+from cutctx._loop.decisions import Decisions, excerpts_of
 from cutctx._loop.ledger import Ledger
 from cutctx._loop.planner import Pending, Planner
+from cutctx._loop.recall import (
+    DEFAULT_PAGE_TOKENS,
+    RECALL_PLACEHOLDER,
+    RECALL_TOOL,
+    RecallIndex,
+    tool_of,
+)
 from cutctx._loop.request import Request, WindowStats, counted
 from cutctx._loop.settings import Settings
 from cutctx.formats import resolve
@@ -31,7 +38,7 @@ if TYPE_CHECKING:
     from cutctx._core.plan import CompactionPlan
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
     from cutctx._core.report import CompactionReport
-    from cutctx._core.values import TranscriptTurn
+    from cutctx._core.values import TranscriptTurn, TurnReplacement
     from cutctx._loop.settings import Pin, Priority, Summarize
     from cutctx.formats import Format, FormatName, Scanned
 
@@ -85,6 +92,8 @@ class ContextWindow:
         cache_breakpoints: bool = False,
         priority: Priority | None = None,
         pin: Pin | None = None,
+        max_result_tokens: float | int | None = 0.25,
+        recall: bool = False,
     ) -> None:
         self._format: Format[Any] = resolve(format, owner="ContextWindow")
         self._settings = settings = Settings.of(
@@ -102,13 +111,17 @@ class ContextWindow:
             cache_breakpoints,
             priority,
             pin,
+            max_result_tokens,
+            recall,
         )
         self._policy: CompactionPolicy = policy or default_messages_policy(
             estimator=settings.estimator,
             keep_recent_results=settings.keep_recent,
             summarize=summarize is not None,
             summary_input_tokens=settings.summary_input,
+            placeholder=RECALL_PLACEHOLDER if recall else DEFAULT_PLACEHOLDER,
         )
+        self._recall = RecallIndex() if settings.recall else None
         self._planner = Planner(self._format, settings, self._policy)
         self._ledger = Ledger(self._format, settings)
         self._decisions = Decisions([Action.KEEP] * len(self._ledger.head))
@@ -150,6 +163,37 @@ class ContextWindow:
         if self._last is None and self._last_count is not None:
             self._last = codec.recorded(self, self._last_count)  # a restored window's
         return self._last
+
+    @property
+    def recall_tool(self) -> dict[str, Any] | None:
+        """The ``cutctx_recall`` tool's definition in the window's format (``recall=True``).
+
+        Add it to the request's tools and route its calls to ``recall``; ``None`` when recall
+        is off.
+        """
+        if self._recall is None:
+            return None
+        return tool_of(self._format, self._settings.cap or DEFAULT_PAGE_TOKENS)
+
+    def recall(self, arguments: object) -> str:
+        """Answer a ``cutctx_recall`` call: a page of the original its ``sha256`` names.
+
+        ``arguments`` is the call's (a mapping or its JSON text): ``sha256``, ``start_line``
+        (default 1) and ``max_tokens`` (default, and at most, the result cap; 2 000 without
+        one). Every tool result the window has seen can be read, dropped ones included. A bad
+        argument or an unknown digest gives back a one-line explanation, never an exception.
+        """
+        index = self._recall
+        if index is None:
+            return f"[{RECALL_TOOL}: recall is off for this window (ContextWindow(recall=True))]"
+        if not index.complete:  # restored from a state: read the old messages once
+            self._warm(self._ledger.seen)
+            index.add(self._ledger.turns)
+            index.complete = True
+        cap = self._settings.cap or DEFAULT_PAGE_TOKENS
+        return index.answer(
+            arguments, fmt=self._format, estimator=self._settings.estimator, cap=cap
+        )
 
     def prepare[M](self, history: Sequence[M]) -> list[M]:
         """Return the messages to send now for ``history``; see the class docstring.
@@ -237,13 +281,18 @@ class ContextWindow:
             self._reset()
         self._resettle(history)
         read = ledger.read(history, ledger.count) if len(history) > ledger.count else None
-        added = 0 if read is None else sum(turn.token_estimate for turn in read.turns)
+        excerpts = excerpts_of(read, self._settings)
+        added = (
+            0
+            if read is None
+            else sum(excerpts.get(turn.turn_id, turn).token_estimate for turn in read.turns)
+        )
         if self._request.tokens + added <= self._settings.at:
-            self._append(history, read, added)
+            self._append(history, read, added, excerpts)
             return None
         self._warm(history)
         if read is not None:
-            self._hold(history, read)
+            self._hold(history, read, excerpts)
         current = Transcript(tuple(self._current()))
         return self._planner.plan(current, self._planner.policy_for(current), ledger)
 
@@ -279,28 +328,53 @@ class ContextWindow:
         self._last_count = None
         self._stats = counted(self._stats, resets=1)
 
-    def _hold(self, history: Sequence[Any], read: Scanned[Any]) -> None:
-        """Hold the messages ``read`` and keep their turns."""
+    def _hold(
+        self, history: Sequence[Any], read: Scanned[Any], excerpts: dict[str, TurnReplacement]
+    ) -> None:
+        """Hold the messages ``read``: their turns are kept, or excerpted (decided once)."""
         ledger = self._ledger
         before = len(ledger.turns)
         ledger.add(read, history)
+        if self._recall is not None:
+            self._recall.add(read.turns)
         if ledger.cold is None:
-            self._decisions.keep(len(ledger.turns) - before)
-            if self._view is not None:
+            decisions = self._decisions
+            decisions.keep(len(ledger.turns) - before)
+            for turn_id, excerpt in excerpts.items():
+                index = ledger.index_of[turn_id]
+                decisions.actions[index] = Action.EXCERPT
+                decisions.stubs[index] = excerpt
+            if excerpts:
+                self._view = None  # the executor makes the view with the excerpts
+            elif self._view is not None:
                 self._view.extend(ledger.turns[before:])
 
-    def _append(self, history: Sequence[Any], read: Scanned[Any] | None, added: int) -> None:
+    def _append(
+        self,
+        history: Sequence[Any],
+        read: Scanned[Any] | None,
+        added: int,
+        excerpts: dict[str, TurnReplacement],
+    ) -> None:
         """Send the new messages after the request as it is (no re-planning)."""
         request = self._request
         previous = self._previous()
-        if read is not None:
-            self._hold(history, read)
-        request.tokens += added
-        if previous is not request.messages or not request.tail:
-            # After a reset, or when the request does not end with the last held message (it
-            # was masked or removed, so the new ones may merge or need an opener): render.
+        if excerpts:
             self._warm(history)
+        if read is not None:
+            self._hold(history, read, excerpts)
+        request.tokens += added
+        if excerpts or previous is not request.messages or not request.tail:
+            # After a reset, when the request does not end with the last held message (it
+            # was masked or removed, so the new ones may merge or need an opener), or when a
+            # new result is excerpted: render, and a step that excerpts records its plan.
+            self._warm(history)
+            if not excerpts:
+                self._render(previous, compacted=False)
+                return
+            plan, report = self._adopt(self._decisions, self._planned_by)
             self._render(previous, compacted=False)
+            self._record(plan, report)
             return
         stable = sum(request.costs)
         if read is not None:
@@ -334,8 +408,12 @@ class ContextWindow:
             )
         self._request.tokens = tokens
         self._render(self._previous(), compacted=True)
+        self._record(plan, report)
+
+    def _record(self, plan: CompactionPlan, report: CompactionReport) -> None:
+        """Make the plan over the history, with the request just rendered, the latest one."""
         self._last = CompactedMessages(list(self._request.messages), report, plan)
-        self._last_count = ledger.count
+        self._last_count = self._ledger.count
 
     def _adopt(
         self, decisions: Decisions, policy: CompactionPolicy

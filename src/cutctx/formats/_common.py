@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 from baseaicore import ValidationError
 
 from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator, encoded_length
-from cutctx._core.metadata import PRIORITY_KEY, PRIORITY_METADATA, STICKY_KEY, TOOL_NAME_METADATA
+from cutctx._core.metadata import (
+    EXCERPT_KIND,
+    KIND_METADATA,
+    PRIORITY_KEY,
+    PRIORITY_METADATA,
+    STICKY_KEY,
+    TOOL_NAME_METADATA,
+)
 from cutctx._core.report import CompactedTranscript
 from cutctx._core.values import SUMMARY_TURN_ID_PREFIX, Role, Transcript, TranscriptTurn
 from cutctx.formats._images import (
@@ -425,7 +432,8 @@ class Piece:
     """One message (or summary) of a view, in view order.
 
     ``index`` is its source message (``-1`` for a summary, whose text is ``text``); ``masked``
-    maps the block of each masked part (``None`` for a whole body) to its stub.
+    maps the block of each masked part (``None`` for a whole body) to its stub, or to its
+    excerpt for the blocks in ``excerpts``; ``cost`` is the sum of its turns' estimates.
     """
 
     index: int
@@ -434,6 +442,7 @@ class Piece:
     seen: int = 0
     siblings: int = 1
     cost: int = 0
+    excerpts: set[int | None] = field(default_factory=set)
 
 
 def as_view(fmt: str, view: object) -> Transcript:
@@ -488,6 +497,8 @@ def collect(fmt: str, view: object, binding: object) -> list[Piece]:
                     turn_id=turn.turn_id,
                 )
             current.masked[part.block] = turn.content
+            if turn.metadata.get(KIND_METADATA) == EXCERPT_KIND:
+                current.excerpts.add(part.block)
     _close(fmt, current)
     return pieces
 

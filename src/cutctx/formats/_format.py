@@ -126,6 +126,19 @@ class Format[M](ABC):
         del message, estimator, tokens
         return [], 0
 
+    def tool_definition(
+        self, name: str, description: str, parameters: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Return a function tool's definition as this provider's requests declare one.
+
+        ``parameters`` is its JSON schema. The default is OpenAI Chat's shape, ``{"type":
+        "function", "function": {"name", "description", "parameters"}}``.
+        """
+        return {
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": dict(parameters)},
+        }
+
     def pricer(self, estimator: TokenEstimator | None) -> Pricer:
         """Return the pricer of this format's pieces with ``estimator``."""
         return Pricer.of(self.name, estimator)

@@ -121,6 +121,11 @@ class _Anthropic(Format[Message]):
     def system_field(self) -> str | None:
         return "system"
 
+    def tool_definition(
+        self, name: str, description: str, parameters: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return {"name": name, "description": description, "input_schema": dict(parameters)}
+
     def pieces(
         self, message: Mapping[str, Any], *, estimator: TokenEstimator, tokens: int
     ) -> tuple[list[tuple[str, int]], int]:
@@ -183,7 +188,10 @@ class _Anthropic(Format[Message]):
                 for block_index, stub in piece.masked.items():
                     assert block_index is not None  # noqa: S101 - tool results are split by block
                     block = dict(content[block_index])
-                    block["content"] = stub_content(block.get("content"), stub, "text")
+                    if block_index in piece.excerpts:  # one text block; images and the like stay
+                        block["content"] = _excerpted(block.get("content"), stub)
+                    else:
+                        block["content"] = stub_content(block.get("content"), stub, "text")
                     content[block_index] = block
                 message = dict(message)
                 message["content"] = content
@@ -285,6 +293,16 @@ def count_tokens(
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
     """
     return ANTHROPIC.count_tokens(messages, estimator=estimator, system=system)
+
+
+def _excerpted(content: object, excerpt: str) -> object:
+    """Return a tool result's content with its text blocks replaced by one: ``excerpt``."""
+    if not isinstance(content, list | tuple):
+        return excerpt
+    rest = [
+        block for block in content if not (isinstance(block, dict) and block.get("type") == "text")
+    ]
+    return [{"type": "text", "text": excerpt}, *rest]
 
 
 def _reserve(pricer: Pricer) -> int:

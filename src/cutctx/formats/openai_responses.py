@@ -122,6 +122,16 @@ class _OpenAIResponses(Format[Message]):
     def system_field(self) -> str | None:
         return "instructions"
 
+    def tool_definition(
+        self, name: str, description: str, parameters: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "name": name,
+            "description": description,
+            "parameters": dict(parameters),
+        }
+
     def pieces(
         self, message: Mapping[str, Any], *, estimator: TokenEstimator, tokens: int
     ) -> tuple[list[tuple[str, int]], int]:
