@@ -22,9 +22,9 @@ from cutctx import (
     SummarizingPolicy,
     SummaryMissing,
     TranscriptTurn,
+    acompact_messages,
     compact_messages,
 )
-from cutctx._loop.compact import acompact_messages
 from cutctx.formats import OPENAI_CHAT, openai_chat
 from cutctx.formats._common import SUMMARY_LABEL
 from tests.unit.formats.helpers import WORDS

@@ -1126,7 +1126,8 @@ class TestErrorWords:
         assert "[None" not in str(caught.value)  # not the estimator's marks as a list
 
     def test_budget_unsatisfiable_names_the_message_that_does_not_fit(self) -> None:
-        window = ContextWindow("openai_chat", max_tokens=500)
+        # Without the result cap (with it, the result would be sent as an excerpt).
+        window = ContextWindow("openai_chat", max_tokens=500, max_result_tokens=None)
         history = [*next(iter(session("openai_chat", 1))), *exchange(1, 8000)]
         with pytest.raises(BudgetUnsatisfiable) as caught:
             window.prepare(history)
