@@ -41,7 +41,9 @@ try:
         ModelMessage,
         ModelRequest,
         ModelResponse,
+        RetryFeedbackCause,
         RetryFeedbackPart,
+        RetryInfo,
         RetryPromptPart,
         SystemPromptPart,
         TextContent,
@@ -108,7 +110,7 @@ class _PydanticAI(ViaChat[ModelMessage]):
                 results.append(_tool(part.tool_call_id, text, block))
             elif isinstance(part, RetryPromptPart):  # deprecated, still found in histories
                 if part.tool_name is None:
-                    rest.append(_user(part.model_response()))
+                    rest.append(_user(_feedback(part)))
                 else:
                     results.append(_tool(part.tool_call_id, _retried(part), block))
             elif isinstance(part, SystemPromptPart):
@@ -208,6 +210,14 @@ def _retried(part: RetryPromptPart) -> str:
     return ToolReturnPart(
         part.tool_name or "", content, part.tool_call_id, outcome="retried"
     ).model_response_str()
+
+
+def _feedback(part: RetryPromptPart) -> str:
+    """Return what a tool-less retry is sent as: the feedback part it always meant."""
+    cause: RetryFeedbackCause = (
+        "model_retry" if isinstance(part.content, str) else "validation_error"
+    )
+    return RetryFeedbackPart(part.content, retry=RetryInfo(cause=cause)).model_response()
 
 
 def _content(index: int, content: object) -> object:
