@@ -12,7 +12,6 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
-    convert_to_openai_messages,
 )
 
 from cutctx import (
@@ -29,6 +28,7 @@ from cutctx.formats import Format, openai_chat
 from cutctx.formats import langchain as lc
 from cutctx.formats._common import SUMMARY_LABEL
 from tests.format_validators import chat_problems, chat_tokens, png
+from tests.framework_oracles import sent_by_langchain
 from tests.unit.formats.helpers import WORDS, stub, words
 
 SUNNY, RAIN = "sunny " * 50, "rain " * 40
@@ -52,10 +52,6 @@ def weather() -> list[BaseMessage]:
     ]
 
 
-def chat(messages: list[BaseMessage]) -> list[dict[str, Any]]:
-    return convert_to_openai_messages(messages)
-
-
 class TestLangChainFormat:
     def test_it_is_a_format_named_langchain(self) -> None:
         assert isinstance(lc.LANGCHAIN, Format)
@@ -64,9 +60,9 @@ class TestLangChainFormat:
     def test_its_count_is_the_chat_count_of_what_langchain_sends(self) -> None:
         messages = weather()
         assert lc.count_tokens(messages, estimator=WORDS) == openai_chat.count_tokens(
-            chat(messages), estimator=WORDS
+            sent_by_langchain(messages), estimator=WORDS
         )
-        assert lc.count_tokens(messages) == openai_chat.count_tokens(chat(messages))
+        assert lc.count_tokens(messages) == openai_chat.count_tokens(sent_by_langchain(messages))
 
     def test_a_scan_after_offset_messages_counts_history_indices(self) -> None:
         messages = weather()
@@ -74,7 +70,7 @@ class TestLangChainFormat:
         assert [turn.turn_id for turn in read.turns] == ["m5"]
         assert read.parts["m5"].index == 5
         assert read.originals[0] is messages[5]
-        assert read.sent == ({"kind": "ai", "messages": chat(messages[5:])},)
+        assert read.sent == ({"kind": "ai", "messages": sent_by_langchain(messages[5:])},)
 
 
 class TestToTranscript:
@@ -90,7 +86,7 @@ class TestToTranscript:
             Role.TOOL,
             Role.ASSISTANT,
         ]
-        oracle = [chat_tokens([message], words, 3) for message in chat(messages)]
+        oracle = [chat_tokens([message], words, 3) for message in sent_by_langchain(messages)]
         assert [turn.token_estimate for turn in transcript.turns] == oracle
 
     def test_a_call_and_its_tool_messages_are_one_exchange_naming_the_tool(self) -> None:
@@ -139,7 +135,7 @@ class TestToTranscript:
 
         transcript, _ = lc.to_transcript(weather(), priority=rank, pin=lambda i, _: i == 1)
         assert [index for index, _ in seen] == list(range(6))
-        assert seen[1][1] == {"kind": "human", "messages": [chat(weather())[1]]}
+        assert seen[1][1] == {"kind": "human", "messages": [sent_by_langchain(weather())[1]]}
         assert transcript.turns[1].pinned
         assert transcript.turns[3].metadata["cutctx.priority"] == "5"
 
@@ -188,7 +184,7 @@ class TestToTranscript:
             ToolMessage("b", tool_call_id="c1"),
         ]
         try:  # the rule is Chat's: a reused id is refused, or paired with the nearest call
-            openai_chat.to_transcript(chat(messages))
+            openai_chat.to_transcript(sent_by_langchain(messages))
         except ValidationError:
             with pytest.raises(ValidationError, match="used by two calls") as caught:
                 lc.to_transcript(messages)
@@ -204,7 +200,9 @@ class TestToTranscript:
 
     def test_a_partial_history_is_counted_but_not_read(self) -> None:
         partial = weather()[:3]
-        assert lc.count_tokens(partial, estimator=WORDS) == chat_tokens(chat(partial), words, 3)
+        assert lc.count_tokens(partial, estimator=WORDS) == chat_tokens(
+            sent_by_langchain(partial), words, 3
+        )
         with pytest.raises(ValidationError, match=r"messages\[1\]: must be a LangChain"):
             lc.count_tokens([HumanMessage("hi"), "hi"])  # type: ignore[list-item]
 
@@ -255,7 +253,7 @@ class TestFromTranscript:
         assert out[1] == HumanMessage(f"{SUMMARY_LABEL}\n\nThey asked about weather.")
         assert out[0] is messages[0]
         assert out[2] is messages[5]
-        assert chat_problems(chat(out)) == []
+        assert chat_problems(sent_by_langchain(out)) == []
 
     def test_a_changed_turn_that_is_not_a_tool_result_is_refused(self) -> None:
         transcript, binding = lc.to_transcript(weather())
@@ -287,7 +285,7 @@ class TestCompactingLangChainMessages:
         assert not plan.budget_unmet
         assert out[0] is messages[0]
         assert lc.count_tokens(out) <= 600
-        assert chat_problems(chat(out)) == []
+        assert chat_problems(sent_by_langchain(out)) == []
         originals = {id(message) for message in messages}
         assert all(id(message) in originals or isinstance(message, ToolMessage) for message in out)
         assert out[-1] is messages[-1]

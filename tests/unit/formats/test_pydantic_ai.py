@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import warnings
 from typing import Any
@@ -23,9 +22,6 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import ModelRequestParameters
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
 
 from cutctx import (
     CompactionBudget,
@@ -41,19 +37,10 @@ from cutctx.formats import Format, openai_chat
 from cutctx.formats import pydantic_ai as pa
 from cutctx.formats._common import SUMMARY_LABEL
 from tests.format_validators import chat_problems, png
+from tests.framework_oracles import sent_by_pydantic_ai
 from tests.unit.formats.helpers import WORDS, stub
 
 SUNNY, RAIN = "sunny " * 50, "rain " * 40
-
-
-def sent_by_openai(messages: list[ModelMessage]) -> list[dict[str, Any]]:
-    """What Pydantic AI's own ``OpenAIChatModel`` sends for ``messages``: the oracle.
-
-    Its message mapping is a private method; it is the definition this format follows.
-    """
-    model = OpenAIChatModel("gpt-4o", provider=OpenAIProvider(api_key="offline"))
-    mapped = asyncio.run(model._map_messages(messages, ModelRequestParameters()))
-    return [dict(message) for message in mapped]
 
 
 def chats_of(messages: list[ModelMessage]) -> list[dict[str, Any]]:
@@ -102,11 +89,11 @@ class TestPydanticAIFormat:
 
     def test_each_message_reads_as_what_the_openai_chat_model_sends(self) -> None:
         messages = weather()
-        assert chats_of(messages) == sent_by_openai(messages)
+        assert chats_of(messages) == sent_by_pydantic_ai(messages)
 
     def test_its_count_is_the_chat_count_of_what_the_chat_model_sends(self) -> None:
         messages = weather()
-        sent = sent_by_openai(messages)
+        sent = sent_by_pydantic_ai(messages)
         assert pa.count_tokens(messages, estimator=WORDS) == openai_chat.count_tokens(
             sent, estimator=WORDS
         )
@@ -117,13 +104,13 @@ class TestPydanticAIFormat:
             ModelResponse(parts=[ToolCallPart("sh", {}, "c1")]),
             ModelRequest(parts=[ToolReturnPart("sh", {"x": [1, 2]}, "c1", outcome="failed")]),
         ]
-        assert chats_of(messages) == sent_by_openai(messages)
+        assert chats_of(messages) == sent_by_pydantic_ai(messages)
 
     def test_a_binary_image_is_priced_as_its_data_url(self) -> None:
         image = BinaryContent(base64.b64decode(png(1024, 1024)), media_type="image/png")
         messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(["what", image])])]
         assert pa.count_tokens(messages, estimator=WORDS) == openai_chat.count_tokens(
-            sent_by_openai(messages), estimator=WORDS
+            sent_by_pydantic_ai(messages), estimator=WORDS
         )
 
 
@@ -234,7 +221,7 @@ class TestToTranscript:
 
     def test_a_partial_history_is_counted(self) -> None:
         assert pa.count_tokens(weather()[:2], estimator=WORDS) == openai_chat.count_tokens(
-            sent_by_openai(weather()[:2]), estimator=WORDS
+            sent_by_pydantic_ai(weather()[:2]), estimator=WORDS
         )
 
 
@@ -306,7 +293,7 @@ class TestFromTranscript:
         assert isinstance(neighbour, ModelResponse)
         assert part.timestamp == neighbour.timestamp
         assert pa.from_transcript(view, binding) == out  # the same view, equal messages
-        assert chat_problems(sent_by_openai(out)) == []
+        assert chat_problems(sent_by_pydantic_ai(out)) == []
 
     def test_a_response_cannot_be_masked(self) -> None:
         transcript, binding = pa.to_transcript(weather())
@@ -334,4 +321,4 @@ class TestCompactingPydanticAIMessages:
         assert out[0] is messages[0]
         assert out[-1] is messages[-1]
         assert pa.count_tokens(out) <= 600
-        assert chat_problems(sent_by_openai(out)) == []
+        assert chat_problems(sent_by_pydantic_ai(out)) == []
