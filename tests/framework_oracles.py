@@ -8,6 +8,7 @@ these helpers ask the framework itself. Pydantic AI's mapping is a private metho
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import convert_to_openai_messages
@@ -29,9 +30,14 @@ def sent_by_langchain(messages: list[BaseMessage]) -> list[dict[str, Any]]:
 
 def sent_by_pydantic_ai(messages: list[ModelMessage]) -> list[dict[str, Any]]:
     """The OpenAI Chat messages Pydantic AI's ``OpenAIChatModel`` sends for ``messages``."""
-    model = OpenAIChatModel("gpt-4o", provider=OpenAIProvider(api_key="offline"))
-    mapped = run_async(model._map_messages(messages, ModelRequestParameters()))
+    mapped = run_async(_chat_model()._map_messages(messages, ModelRequestParameters()))
     return [dict(message) for message in mapped]
+
+
+@functools.cache
+def _chat_model() -> OpenAIChatModel:
+    """One model for every mapping (making one builds an HTTP client: slow)."""
+    return OpenAIChatModel("gpt-4o", provider=OpenAIProvider(api_key="offline"))
 
 
 def run_async[T](work: Coroutine[Any, Any, T]) -> T:
