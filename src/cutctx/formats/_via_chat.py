@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from baseaicore import ValidationError
 
@@ -85,15 +85,22 @@ class ViaChat[M](Format[M]):
     def summary(self, text: str, beside: Sequence[M]) -> M:
         """Return the message a summary becomes; ``beside`` are the view's messages near it."""
 
-    def read(self, messages: Sequence[M], offset: int = 0) -> list[list[ChatMessage]]:
-        """Return the Chat messages of each of ``messages`` (history index from ``offset``)."""
+    def read(
+        self, messages: Sequence[M], offset: int = 0
+    ) -> tuple[list[str], list[list[ChatMessage]]]:
+        """Return the kind and the Chat messages of each of ``messages`` (indices from ``offset``).
+
+        Raises:
+            ValidationError: for a non-list, or a message that is not one of the framework's.
+        """
         if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
             raise fail(self.name, None, f"messages must be a list, got {type(messages).__name__}")
+        kinds: list[str] = []
         read: list[list[ChatMessage]] = []
         for index, message in enumerate(messages, offset):
-            self.kind_of(index, message)
+            kinds.append(self.kind_of(index, message))
             read.append(self.chat_of(index, message))
-        return read
+        return kinds, read
 
     def scan(
         self,
@@ -106,7 +113,7 @@ class ViaChat[M](Format[M]):
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> Scanned[M]:
         del follows  # every message's Chat messages are complete: calls end answered
-        mapped = self.read(messages, offset)
+        kinds, mapped = self.read(messages, offset)
         flat = [chat.message for chats in mapped for chat in chats]
         owners = [
             (offset + position, number)
@@ -117,11 +124,8 @@ class ViaChat[M](Format[M]):
             chat = OPENAI_CHAT.scan(flat, estimator=estimator)
         turns, parts = self._regroup(mapped, chat.turns, offset)
         sent = tuple(
-            {
-                "kind": self.kind_of(offset + position, message),
-                "messages": [c.message for c in chats],
-            }
-            for position, (message, chats) in enumerate(zip(messages, mapped, strict=True))
+            {"kind": kind, "messages": [c.message for c in chats]}
+            for kind, chats in zip(kinds, mapped, strict=True)
         )
         read_marks(self.name, sent, turns, parts, {}, priority=priority, pin=pin, offset=offset)
         return Scanned(tuple(turns), parts, sent, tuple(messages))
@@ -165,7 +169,7 @@ class ViaChat[M](Format[M]):
         system: object = None,
     ) -> int:
         pricer = Pricer.of(self.name, estimator)
-        mapped = self.read(messages)
+        _, mapped = self.read(messages)
         flat = [chat.message for chats in mapped for chat in chats]
         owners = [(position, n) for position, chats in enumerate(mapped) for n in range(len(chats))]
         with _Renamed(self.name, owners):
@@ -188,34 +192,22 @@ class ViaChat[M](Format[M]):
                 renamed[turn.turn_id] = turn_id
                 own.append((turn, chat))
             placed.append(own)
-        merged: dict[str, str] = {}  # a unit key -> the key it was merged into
-
-        def key_of(key: str | None) -> str | None:
-            while key is not None and key in merged:
-                key = merged[key]
-            return key
-
+        # A message's Chat turns share at most one key (its results answer the call just before
+        # them); a message of several Chat messages without one is a unit of its own.
         keys: list[str | None] = []
         for number, own in enumerate(placed):
-            found = [
-                key_of(renamed[turn.tool_call_id])
-                for turn, _ in own
-                if turn.tool_call_id is not None
-            ]
-            key = found[0] if found else None
-            for other in found[1:]:
-                if other is not None and other != key:
-                    merged[other] = cast("str", key)
-            if key is None and len(own) > 1:
-                key = f"m{offset + number}"  # several Chat messages, one framework message
-            keys.append(key)
+            found = [renamed[turn.tool_call_id] for turn, _ in own if turn.tool_call_id is not None]
+            if found:
+                keys.append(found[0])
+            else:
+                keys.append(f"m{offset + number}" if len(own) > 1 else None)
         turns: list[TranscriptTurn] = []
         parts: dict[str, Part] = {}
         for number, own in enumerate(placed):
             index = offset + number
-            key = key_of(keys[number])
+            key = keys[number]
             if not own:
-                turns.append(self._silent(index, number, keys, key_of, placed))
+                turns.append(_silent(index, number, keys, placed))
                 parts[turns[-1].turn_id] = Part(turns[-1], index, None, maskable=False, siblings=1)
                 continue
             for k, (turn, chat) in enumerate(own):
@@ -235,19 +227,18 @@ class ViaChat[M](Format[M]):
                 )
         return turns, parts
 
-    @staticmethod
-    def _silent(
-        index: int,
-        number: int,
-        keys: list[str | None],
-        key_of: Callable[[str | None], str | None],
-        placed: list[list[tuple[TranscriptTurn, ChatMessage]]],
-    ) -> TranscriptTurn:
-        """Return the turn of a message that sends nothing: inside an exchange, part of it."""
-        before = next((key_of(keys[n]) for n in range(number - 1, -1, -1) if placed[n]), None)
-        after = next((key_of(keys[n]) for n in range(number + 1, len(placed)) if placed[n]), None)
-        key = before if before is not None and before == after else None
-        return TranscriptTurn(f"m{index}", Role.USER, "", 0, key)
+
+def _silent(
+    index: int,
+    number: int,
+    keys: list[str | None],
+    placed: list[list[tuple[TranscriptTurn, ChatMessage]]],
+) -> TranscriptTurn:
+    """Return the turn of a message that sends nothing: inside an exchange, part of it."""
+    before = next((keys[n] for n in range(number - 1, -1, -1) if placed[n]), None)
+    after = next((keys[n] for n in range(number + 1, len(placed)) if placed[n]), None)
+    key = before if before is not None and before == after else None
+    return TranscriptTurn(f"m{index}", Role.USER, "", 0, key)
 
 
 class _Renamed:

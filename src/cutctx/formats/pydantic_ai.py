@@ -75,7 +75,13 @@ __all__ = ["FORMAT", "PYDANTIC_AI", "count_tokens", "from_transcript", "to_trans
 FORMAT: Final = "pydantic_ai"
 
 _TEXT_MEDIA: Final = ("text/", "application/json", "application/xml")
-_STAMPED: Final = (SystemPromptPart, UserPromptPart, ToolReturnPart, RetryFeedbackPart)
+_STAMPED: Final = (
+    SystemPromptPart,
+    UserPromptPart,
+    ToolReturnPart,
+    RetryFeedbackPart,
+    RetryPromptPart,
+)
 
 
 class _PydanticAI(ViaChat[ModelMessage]):

@@ -9,18 +9,27 @@ from typing import Any
 import pytest
 from baseaicore import ValidationError
 from pydantic_ai.messages import (
+    AudioUrl,
     BinaryContent,
+    CachePoint,
+    CompactionPart,
+    DocumentUrl,
     ImageUrl,
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    RetryFeedbackPart,
+    RetryInfo,
     RetryPromptPart,
     SystemPromptPart,
+    TextContent,
     TextPart,
     ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
+    UserContent,
     UserPromptPart,
+    VideoUrl,
 )
 
 from cutctx import (
@@ -112,6 +121,87 @@ class TestPydanticAIFormat:
         assert pa.count_tokens(messages, estimator=WORDS) == openai_chat.count_tokens(
             sent_by_pydantic_ai(messages), estimator=WORDS
         )
+
+
+class TestTheChatMessagesOfEachPart:
+    def test_every_kind_of_user_content_becomes_the_chat_part_it_is_priced_as(self) -> None:
+        picture = base64.b64decode(png(1024, 1024))
+        content: list[UserContent] = [
+            "look",
+            TextContent("here"),
+            ImageUrl("https://example.com/a.png", vendor_metadata={"detail": "low"}),
+            BinaryContent(b"notes", media_type="text/plain"),
+            BinaryContent(picture, media_type="image/png", vendor_metadata={"detail": "high"}),
+            BinaryContent(b"RIFF", media_type="audio/wav"),
+            BinaryContent(b"%PDF", media_type="application/pdf"),
+            AudioUrl("https://example.com/a.mp3"),
+            DocumentUrl("https://example.com/a.pdf"),
+            VideoUrl("https://example.com/a.mp4"),
+            CachePoint(),
+        ]
+        messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(content)])]
+        (chat,) = chats_of(messages)
+        assert [part["type"] for part in chat["content"]] == [
+            "text",
+            "text",
+            "image_url",
+            "text",
+            "image_url",
+            "input_audio",
+            "file",
+            "input_audio",
+            "file",
+            "file",
+        ]
+        assert chat["content"][4]["image_url"]["detail"] == "high"
+        assert pa.count_tokens(messages, estimator=WORDS) == openai_chat.count_tokens(
+            [chat], estimator=WORDS
+        )
+
+    def test_a_result_with_files_sends_them_in_a_user_message_after_the_results(self) -> None:
+        messages: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart("draw")]),
+            ModelResponse(parts=[ToolCallPart("plot", {}, "c1")]),
+            ModelRequest(
+                parts=[
+                    ToolReturnPart("plot", ["done", ImageUrl("https://example.com/p.png")], "c1")
+                ]
+            ),
+        ]
+        assert chats_of(messages) == sent_by_pydantic_ai(messages)
+        transcript, _ = pa.to_transcript(messages)
+        assert [turn.role for turn in transcript.turns[2:]] == [Role.TOOL, Role.USER]
+        assert {turn.tool_call_id for turn in transcript.turns[1:]} == {"m1"}
+
+    def test_a_summary_the_application_wrote_is_a_pinned_user_turn(self) -> None:
+        messages: list[ModelMessage] = [
+            ModelRequest(parts=[CompactionPart("They fixed the cache key.")]),
+            ModelRequest(parts=[UserPromptPart("go on")]),
+        ]
+        transcript, _ = pa.to_transcript(messages)
+        first = transcript.turns[0]
+        assert (first.role, first.pinned, first.content) == (
+            Role.USER,
+            True,
+            "They fixed the cache key.",
+        )
+
+    def test_retry_feedback_is_sent_as_the_user_text_it_renders(self) -> None:
+        feedback = RetryFeedbackPart("try again", retry=RetryInfo(cause="model_retry"))
+        messages: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart("go")]),
+            ModelResponse(parts=[TextPart("?")]),
+            ModelRequest(parts=[feedback]),
+        ]
+        transcript, _ = pa.to_transcript(messages)
+        assert transcript.turns[2].content == feedback.model_response()
+
+    def test_a_user_prompt_of_another_shape_is_refused_by_index(self) -> None:
+        part = UserPromptPart("x")
+        part.content = 42  # type: ignore[assignment]  # as a careless edit leaves it
+        odd = ModelRequest(parts=[part])
+        with pytest.raises(ValidationError, match=r"messages\[0\]: a user prompt must be"):
+            pa.to_transcript([odd])
 
 
 class TestToTranscript:
@@ -294,6 +384,22 @@ class TestFromTranscript:
         assert part.timestamp == neighbour.timestamp
         assert pa.from_transcript(view, binding) == out  # the same view, equal messages
         assert chat_problems(sent_by_pydantic_ai(out)) == []
+
+    def test_a_summary_beside_messages_without_a_timestamp_is_still_a_request(self) -> None:
+        messages: list[ModelMessage] = [ModelRequest(parts=[])]
+        transcript, binding = pa.to_transcript(messages)
+        view = Transcript(
+            (TranscriptTurn("summary:g1", Role.USER, "Earlier.", 3), *transcript.turns)
+        )
+        summary, kept = pa.from_transcript(view, binding)
+        assert isinstance(summary, ModelRequest)
+        assert summary.parts[0].content == f"{SUMMARY_LABEL}\n\nEarlier."  # type: ignore[union-attr]
+        assert kept is messages[0]
+
+    def test_only_a_request_holds_results_to_mask(self) -> None:
+        response = weather()[1]
+        with pytest.raises(ValidationError, match="only a ModelRequest"):
+            pa.PYDANTIC_AI.masked(response, {0: "stub"})  # type: ignore[attr-defined]
 
     def test_a_response_cannot_be_masked(self) -> None:
         transcript, binding = pa.to_transcript(weather())

@@ -123,11 +123,12 @@ def agent(
     model: ScriptedChatModel,
     middleware: ContextWindowMiddleware,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
+    system: str | SystemMessage | None = SYSTEM,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     return create_agent(
         model,
         [sh],
-        system_prompt=SYSTEM,
+        system_prompt=system,
         middleware=[middleware],
         checkpointer=checkpointer or InMemorySaver(),
     )
@@ -239,6 +240,28 @@ class TestContextWindowMiddleware:
         graph.invoke({"messages": [HumanMessage("Again.")]}, config())
         assert len(model.requests) == 14
         assert bare(model.requests)[-1][1] == HumanMessage(TASK)
+
+    @needs_rebuilt_window
+    @pytest.mark.parametrize(
+        ("system", "priced"),
+        [
+            (None, None),
+            (
+                SystemMessage([{"type": "text", "text": SYSTEM}, "Be brief."]),
+                [{"type": "text", "text": SYSTEM}, {"type": "text", "text": "Be brief."}],
+            ),
+        ],
+    )
+    def test_the_system_message_is_priced_as_the_windows_system(
+        self, system: SystemMessage | None, priced: object
+    ) -> None:
+        model = ScriptedChatModel(steps=40)
+        middleware = ContextWindowMiddleware(2_000, keep_first=1)
+        graph = agent(model, middleware, system=system)
+        graph.invoke({"messages": [HumanMessage(TASK)]}, config())
+        saved = graph.get_state(config()).values[STATE_KEY]
+        assert window_of({STATE_KEY: saved}).system == priced
+        assert all(count_tokens(request) <= 2_000 for request in model.requests)
 
     @needs_rebuilt_window
     def test_many_threads_keep_at_most_a_few_windows_in_memory(self) -> None:
