@@ -151,6 +151,18 @@ class ViaChat[M](Format[M]):
             [message for message in out if message is not None], [p.cost for p in pieces]
         )
 
+    def fingerprint_data(self, message: M) -> dict[str, Any]:
+        """Return ``message`` as JSON data (its kind and Chat messages), for a fingerprint.
+
+        A framework's message object need not be JSON data (Pydantic AI's are dataclasses with
+        timestamps); what it is sent as is, and equal content gives equal data in any process.
+
+        Raises:
+            ValidationError: for a message that is not one of the framework's.
+        """
+        kinds, mapped = self.read([message])
+        return {"kind": kinds[0], "messages": [chat.message for chat in mapped[0]]}
+
     def head(self, system: object, *, estimator: TokenEstimator) -> tuple[TranscriptTurn, ...]:
         with _Renamed(self.name, []):
             return OPENAI_CHAT.head(system, estimator=estimator)
