@@ -21,6 +21,9 @@ Not allowed: ``typing_extensions`` (not the standard library and not a declared 
 From ``baseaicore`` (the one runtime dependency) only its error classes and its pure hashing
 helpers may be imported: it also ships a clock and an id generator, which the core must not use.
 
+The framework formats and integrations may import their own framework, and only theirs
+(``FRAMEWORKS``): importing them is what they are for, and ``cutctx`` never imports them.
+
 Exempt: the command line, ``cutctx._cli`` and ``cutctx.__main__``. It reads and writes files and
 standard streams by design, and it is an edge over the library, not part of it: the library never
 imports it, which the last test below checks on the same import graph.
@@ -67,6 +70,13 @@ FORBIDDEN_BUILTINS = frozenset(
     {"open", "print", "input", "breakpoint", "__import__", "exec", "eval", "compile"}
 )
 PACKAGE = "cutctx"
+FRAMEWORKS = {
+    "cutctx.formats.langchain": frozenset({"langchain_core"}),
+    "cutctx.formats.pydantic_ai": frozenset({"pydantic_ai"}),
+    "cutctx.integrations.langchain": frozenset({"langchain", "langchain_core", "langgraph"}),
+    "cutctx.integrations.openai_agents": frozenset({"agents"}),
+    "cutctx.integrations.pydantic_ai": frozenset({"pydantic_ai"}),
+}
 COMMAND_LINE = ("cutctx._cli", "cutctx.__main__")
 CORE = frozenset(
     {
@@ -136,6 +146,8 @@ def impurities(
                     problems.append(f"{module}:{line} imports {item} from {DEPENDENCY}")
             if not imported:
                 problems.append(f"{module}:{line} imports {DEPENDENCY} whole")
+        elif top in FRAMEWORKS.get(module, frozenset()):
+            return  # a framework module's own framework
         elif name not in ALLOWED_MODULES:
             problems.append(f"{module}:{line} imports {name}")
 
@@ -238,6 +250,25 @@ class TestPurity:
         known = frozenset(package_sources())
         problems, _ = impurities(source, "cutctx._example", known)
         assert problems, f"not caught: {source!r}"
+
+    @pytest.mark.parametrize(
+        ("source", "module"),
+        [
+            ("import langchain_core", "cutctx._loop.window"),
+            ("from pydantic_ai import Agent", "cutctx.formats.langchain"),
+            ("import agents", "cutctx.integrations.pydantic_ai"),
+            ("from langchain.agents import create_agent", "cutctx.integrations"),
+        ],
+    )
+    def test_a_framework_is_refused_outside_its_own_modules(self, source: str, module: str) -> None:
+        known = frozenset(package_sources())
+        problems, _ = impurities(source, module, known)
+        assert problems, f"not caught: {source!r} in {module}"
+
+    def test_a_framework_module_may_import_its_framework(self) -> None:
+        known = frozenset(package_sources())
+        source = "from langchain_core.messages import BaseMessage\nimport json\n"
+        assert impurities(source, "cutctx.formats.langchain", known) == ([], set())
 
     def test_the_checker_accepts_pure_source(self) -> None:
         source = (

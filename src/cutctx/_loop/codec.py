@@ -280,7 +280,7 @@ def resume(window: ContextWindow, history: Sequence[Any]) -> None:
     """Take up a restored state over ``history``: held cold if it starts as the state saw."""
     saved = window._saved
     assert saved is not None  # noqa: S101 - only called with a state pending
-    made = Fingerprint.of(history[: saved.count])
+    made = Fingerprint.of(history[: saved.count], window._format.fingerprint_data)
     if len(history) < saved.count or made.hexdigest() != saved.fingerprint:
         window._saved = None
         window._before = _resolved(saved.request, history) if not _needs_render(saved) else []

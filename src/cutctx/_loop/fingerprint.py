@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from baseaicore import ValidationError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 __all__ = ["Fingerprint"]
 
@@ -25,18 +25,20 @@ __all__ = ["Fingerprint"]
 class Fingerprint:
     """The running fingerprint of a history's first ``count`` messages."""
 
-    __slots__ = ("_hash", "count")
+    __slots__ = ("_data", "_hash", "count")
 
-    def __init__(self) -> None:
+    def __init__(self, data: Callable[[Any], object]) -> None:
         self._hash = hashlib.sha256()
+        self._data = data  # a message as the data it holds (the format's ``fingerprint_data``)
         self.count = 0
 
     def feed(self, messages: Sequence[object], start: int) -> None:
         """Add ``messages[start:]`` (the ones after the first ``count``)."""
         pieces: list[str] = []
+        data = self._data
         for index in range(start, len(messages)):
             pieces.append("\x1e")  # a message boundary
-            _walk(messages[index], pieces, index)
+            _walk(data(messages[index]), pieces, index)
         self._hash.update("".join(pieces).encode("utf-8", "surrogatepass"))
         self.count = len(messages)
 
@@ -45,9 +47,9 @@ class Fingerprint:
         return self._hash.copy().hexdigest()
 
     @classmethod
-    def of(cls, messages: Sequence[object]) -> Fingerprint:
-        """Return the fingerprint of every message of ``messages``."""
-        made = cls()
+    def of(cls, messages: Sequence[object], data: Callable[[Any], object]) -> Fingerprint:
+        """Return the fingerprint of every message of ``messages``, each read by ``data``."""
+        made = cls(data)
         made.feed(messages, 0)
         return made
 

@@ -233,7 +233,7 @@ class Ledger:
     def fingerprint(self) -> str:
         """Return the fingerprint of the held messages."""
         if self.print is None:
-            self.print = Fingerprint.of(self.seen)
+            self.print = Fingerprint.of(self.seen, self.fmt.fingerprint_data)
         return self.print.hexdigest()
 
     def adopt_print(self, made: Fingerprint) -> None:

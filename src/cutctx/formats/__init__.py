@@ -17,6 +17,7 @@ imports this package.
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 from typing import Any, Final, Literal
 
@@ -50,8 +51,10 @@ __all__ = [
     "resolve",
 ]
 
-type FormatName = Literal["openai_chat", "openai_responses", "anthropic"]
-"""The names of the built-in formats; a misspelt one is a type error.
+type FormatName = Literal[
+    "openai_chat", "openai_responses", "anthropic", "langchain", "pydantic_ai"
+]
+"""The names of the built-in formats (and of the frameworks'); a misspelt one is a type error.
 
 .. versionadded:: 0.2.0
 """
@@ -60,8 +63,15 @@ _BUILT_IN: Final[dict[str, Format[Message]]] = {
     fmt.name: fmt for fmt in (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC)
 }
 
+_FRAMEWORKS: Final = {
+    "langchain": ("cutctx.formats.langchain", "LANGCHAIN"),
+    "pydantic_ai": ("cutctx.formats.pydantic_ai", "PYDANTIC_AI"),
+}
+"""The frameworks' formats, by name: each module imports its framework (an optional extra), so
+it is imported only when its name is resolved."""
+
 NAMES: Final = tuple(_BUILT_IN)
-"""The names of the built-in formats, in the order the docs list them.
+"""The names of the provider formats (built in, no extra needed), in the order the docs list them.
 
 .. versionadded:: 0.2.0
 """
@@ -79,14 +89,19 @@ def resolve(format: object, *, owner: str = "format") -> Format[Any]:
         return format
     if isinstance(format, str) and format in _BUILT_IN:
         return _BUILT_IN[format]
+    if isinstance(format, str) and format in _FRAMEWORKS:
+        module, name = _FRAMEWORKS[format]
+        found: Format[Any] = getattr(importlib.import_module(module), name)
+        return found
     if isinstance(format, ModuleType):
         named = _BUILT_IN.get(getattr(format, "FORMAT", None))  # type: ignore[arg-type]
         if named is not None:
             return named
     raise ValidationError(
-        f"{owner}: format must be a cutctx.formats.Format or one of {sorted(_BUILT_IN)}, "
+        f"{owner}: format must be a cutctx.formats.Format or one of "
+        f"{sorted([*_BUILT_IN, *_FRAMEWORKS])}, "
         f"got {shown(format, 60)}",
-        details={"field": "format", "expected": sorted(_BUILT_IN)},
+        details={"field": "format", "expected": sorted([*_BUILT_IN, *_FRAMEWORKS])},
     )
 
 

@@ -126,6 +126,15 @@ class Format[M](ABC):
         del message, estimator, tokens
         return [], 0
 
+    def fingerprint_data(self, message: M) -> object:
+        """Return ``message`` as the plain data a window's fingerprint reads.
+
+        The default is the message itself (dicts, lists, strings and numbers, or an SDK object
+        with ``model_dump``); a format whose message objects hold more (timestamps, ids made per
+        process) returns what is sent instead.
+        """
+        return message
+
     def tool_definition(
         self, name: str, description: str, parameters: Mapping[str, Any]
     ) -> dict[str, Any]:

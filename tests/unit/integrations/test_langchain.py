@@ -1,0 +1,289 @@
+"""``cutctx.integrations.langchain``: ``ContextWindowMiddleware`` in LangChain's own agent loop."""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from baseaicore import ValidationError
+from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_openai_messages,
+)
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import Field
+
+from cutctx import ContextWindow
+from cutctx.formats.langchain import LANGCHAIN, count_tokens
+from cutctx.integrations.langchain import STATE_KEY, ContextWindowMiddleware
+from tests.format_validators import chat_problems
+from tests.framework_oracles import run_async
+from tests.unit.integrations.helpers import (
+    ANSWER,
+    MAX_TOKENS,
+    MIN_COMPACTIONS,
+    STEPS,
+    SYSTEM,
+    TASK,
+    Audit,
+    call_id,
+    needs_rebuilt_window,
+    output,
+    step_of,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForLLMRun,
+        CallbackManagerForLLMRun,
+    )
+    from langchain_core.language_models import LanguageModelInput
+    from langchain_core.runnables import Runnable
+    from langchain_core.tools import BaseTool
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.graph.state import CompiledStateGraph
+
+
+@tool
+def sh(step: int) -> str:
+    """Run the build step ``step``."""
+    return output(step)
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model that calls ``sh`` ``steps`` times, then answers; it records every request.
+
+    Its next step is read from the request's last message (the result it answers), so a resumed
+    run continues where the interrupted one stopped. ``fail_at`` raises on that call.
+    """
+
+    steps: int = STEPS
+    fail_at: int | None = None
+    requests: list[list[BaseMessage]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        del tools, tool_choice, kwargs
+        return self  # it only ever returns AIMessages
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        del stop, run_manager, kwargs
+        self.requests.append(list(messages))
+        if self.fail_at is not None and len(self.requests) == self.fail_at:
+            message = "the provider is down"
+            raise RuntimeError(message)
+        last = messages[-1]
+        step = step_of(last.tool_call_id) + 1 if isinstance(last, ToolMessage) else 0
+        if step < self.steps:
+            calls = [{"name": "sh", "args": {"step": step}, "id": call_id(step)}]
+            reply = AIMessage("", tool_calls=calls)
+        else:
+            reply = AIMessage(ANSWER)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        del run_manager
+        return self._generate(messages, stop, **kwargs)
+
+
+def agent(
+    model: ScriptedChatModel,
+    middleware: ContextWindowMiddleware,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    system: str | SystemMessage | None = SYSTEM,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    return create_agent(
+        model,
+        [sh],
+        system_prompt=system,
+        middleware=[middleware],
+        checkpointer=checkpointer or InMemorySaver(),
+    )
+
+
+def config(thread: str = "t1") -> Any:
+    return {"configurable": {"thread_id": thread}, "recursion_limit": 4 * STEPS + 20}
+
+
+def audit(requests: list[list[BaseMessage]]) -> Audit[BaseMessage]:
+    checked: Audit[BaseMessage] = Audit(
+        problems=lambda request: chat_problems(convert_to_openai_messages(request)),
+        count=count_tokens,
+        price=lambda message: count_tokens([message]),
+        holds_task=lambda request: any(
+            isinstance(message, HumanMessage) and message.content == TASK for message in request
+        ),
+    )
+    for request in requests:
+        checked.record(request)
+    return checked
+
+
+def bare(requests: list[list[BaseMessage]]) -> list[list[BaseMessage]]:
+    """The requests without message ids (LangGraph gives each stored message a random one)."""
+    return [
+        [message.model_copy(update={"id": None}) for message in request] for request in requests
+    ]
+
+
+def window_of(state: dict[str, Any]) -> ContextWindow:
+    """The window a thread's stored state continues (to read its stats)."""
+    restore: Callable[..., ContextWindow] = ContextWindow.from_state
+    return restore(state[STATE_KEY], format=LANGCHAIN)
+
+
+@functools.cache
+def run(*, asynchronous: bool = False) -> tuple[list[list[BaseMessage]], dict[str, Any]]:
+    """One whole session: the model's requests and the thread's final state (run once)."""
+    model = ScriptedChatModel()
+    graph = agent(model, ContextWindowMiddleware(MAX_TOKENS, keep_first=1))
+    start = {"messages": [HumanMessage(TASK)]}
+    if asynchronous:
+        run_async(graph.ainvoke(start, config()))
+    else:
+        graph.invoke(start, config())
+    return model.requests, dict(graph.get_state(config()).values)
+
+
+class TestContextWindowMiddleware:
+    @needs_rebuilt_window
+    def test_a_long_session_sends_valid_fitting_requests_that_keep_their_prefix(self) -> None:
+        requests, state = run()
+        assert len(requests) == STEPS + 1
+        audit(requests).check()
+        assert all(request[0] == SystemMessage(SYSTEM) for request in requests)
+        assert window_of(state).stats.compactions >= MIN_COMPACTIONS
+
+    @needs_rebuilt_window
+    def test_the_graph_state_keeps_every_original_message(self) -> None:
+        _, state = run()
+        messages = state["messages"]
+        assert len(messages) == 2 * STEPS + 2
+        results = [message for message in messages if isinstance(message, ToolMessage)]
+        assert [result.content for result in results] == [output(step) for step in range(STEPS)]
+        assert messages[-1].content == ANSWER
+
+    @needs_rebuilt_window
+    def test_ainvoke_sends_the_same_requests_as_invoke(self) -> None:
+        assert bare(run(asynchronous=True)[0]) == bare(run()[0])
+
+    @needs_rebuilt_window
+    def test_a_run_that_failed_resumes_from_its_checkpoint_with_the_same_requests(self) -> None:
+        uninterrupted, _ = run()
+        saver = InMemorySaver()
+        failing = ScriptedChatModel(fail_at=60)
+        with pytest.raises(RuntimeError, match="provider is down"):
+            agent(failing, ContextWindowMiddleware(MAX_TOKENS, keep_first=1), saver).invoke(
+                {"messages": [HumanMessage(TASK)]}, config()
+            )
+        resumed = ScriptedChatModel()  # a new process: new model, middleware and agent
+        graph = agent(resumed, ContextWindowMiddleware(MAX_TOKENS, keep_first=1), saver)
+        graph.invoke(None, config())
+        assert bare(failing.requests[:59]) == bare(uninterrupted[:59])
+        assert bare(resumed.requests) == bare(uninterrupted[59:])
+
+    @needs_rebuilt_window
+    def test_threads_keep_their_own_windows_on_one_middleware(self) -> None:
+        middleware = ContextWindowMiddleware(MAX_TOKENS, keep_first=1)
+        shared = ScriptedChatModel(steps=12)
+        graph = agent(shared, middleware)
+        for thread in ("a", "b", "a"):
+            graph.invoke({"messages": [HumanMessage(TASK)]}, config(thread))
+        alone = ScriptedChatModel(steps=12)
+        lone = agent(alone, ContextWindowMiddleware(MAX_TOKENS, keep_first=1))
+        for _ in range(2):
+            lone.invoke({"messages": [HumanMessage(TASK)]}, config("a"))
+        thread_a = shared.requests[:13] + shared.requests[26:]
+        assert bare(thread_a) == bare(alone.requests)
+        assert bare(shared.requests[13:26]) == bare(alone.requests[:13])
+
+    @needs_rebuilt_window
+    def test_a_state_stored_as_json_text_is_continued(self) -> None:
+        model = ScriptedChatModel(steps=6)
+        graph = agent(model, ContextWindowMiddleware(MAX_TOKENS, keep_first=1))
+        graph.invoke({"messages": [HumanMessage(TASK)]}, config())
+        saved = graph.get_state(config()).values[STATE_KEY]
+        graph.update_state(config(), {STATE_KEY: json.dumps(saved)})
+        graph.invoke({"messages": [HumanMessage("Again.")]}, config())
+        assert len(model.requests) == 14
+        assert bare(model.requests)[-1][1] == HumanMessage(TASK)
+
+    @needs_rebuilt_window
+    @pytest.mark.parametrize(
+        ("system", "priced"),
+        [
+            (None, None),
+            (
+                SystemMessage([{"type": "text", "text": SYSTEM}, "Be brief."]),
+                [{"type": "text", "text": SYSTEM}, {"type": "text", "text": "Be brief."}],
+            ),
+        ],
+    )
+    def test_the_system_message_is_priced_as_the_windows_system(
+        self, system: SystemMessage | None, priced: object
+    ) -> None:
+        model = ScriptedChatModel(steps=40)
+        middleware = ContextWindowMiddleware(2_000, keep_first=1)
+        graph = agent(model, middleware, system=system)
+        graph.invoke({"messages": [HumanMessage(TASK)]}, config())
+        saved = graph.get_state(config()).values[STATE_KEY]
+        assert window_of({STATE_KEY: saved}).system == priced
+        assert all(count_tokens(request) <= 2_000 for request in model.requests)
+
+    @needs_rebuilt_window
+    def test_many_threads_keep_at_most_a_few_windows_in_memory(self) -> None:
+        middleware = ContextWindowMiddleware(MAX_TOKENS)
+        graph = agent(ScriptedChatModel(steps=1), middleware)
+        for thread in range(40):
+            graph.invoke({"messages": [HumanMessage(TASK)]}, config(str(thread)))
+        assert len(middleware._windows) == 32  # the cache keeps the 32 latest
+
+    def test_system_and_format_are_taken_from_the_request_not_as_options(self) -> None:
+        for name in ("system", "format"):
+            with pytest.raises(ValidationError, match=f"{name}= is not an option") as caught:
+                ContextWindowMiddleware(MAX_TOKENS, **{name: "x"})  # type: ignore[arg-type]
+            assert caught.value.details == {"field": name}
+
+    @needs_rebuilt_window
+    def test_a_bad_window_option_is_refused_when_the_middleware_is_made(self) -> None:
+        with pytest.raises(ValidationError, match="compact_to"):
+            ContextWindowMiddleware(MAX_TOKENS, compact_at=0.5, compact_to=0.9)
+
+    @needs_rebuilt_window
+    def test_it_keeps_its_state_under_one_private_key(self) -> None:
+        schema = ContextWindowMiddleware.state_schema
+        assert STATE_KEY in schema.__annotations__
+        assert ContextWindowMiddleware(MAX_TOKENS).name == "ContextWindowMiddleware"
