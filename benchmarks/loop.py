@@ -10,9 +10,22 @@ message — renders it in OpenAI Chat and Anthropic Messages form, and feeds it 
 * ``window``: ``ContextWindow`` (32 000 tokens, ``compact_at=0.8``, ``compact_to=0.5``,
   ``keep_first=1``; Anthropic with ``cache_breakpoints=True``);
 * ``window+summaries``: the same with a fake deterministic ``summarize`` (a short string);
+* ``window+stored``: the ``window`` configuration, handed every step
+  ``json.loads(json.dumps(history))`` (new objects, equal content: an application that loads
+  its history from a store; the round trip is outside the timed region);
+* with ``--stateless``, ``stateless`` and ``stateless+summaries``: every step a fresh window
+  restored with ``ContextWindow.from_state`` from the stored JSON text of the previous step's
+  ``state()`` (the first step makes a new one), handed the stored history as ``window+stored``
+  is, its state stored again; the restore, ``prepare``, ``state()`` and the state's JSON load
+  and dump are timed, and the state's size in bytes per message of the history is recorded;
 * ``naive`` and ``naive+summaries``: ``compact_messages`` over the full history on every step
   with ``max_tokens`` 80 % of the window: nothing changes while the history fits, and every step
   after it passes 80 % compacts it to 80 % again.
+
+The stored and stateless loops must send the requests of the uninterrupted ``window`` (or
+``window+summaries``), identical to the byte (SHA-256 of each request's JSON with sorted keys),
+with the same compactions and no reset; the first request that departs is reported (step,
+message, where).
 
 Every request is priced with ``cutctx.TokenizerEstimator`` over cl100k, as the loops price it.
 Per loop it reports: **prefix-hit** (the tokens of a request's leading messages equal, message by
@@ -26,12 +39,14 @@ and p95 time without the time spent inside ``summarize``.
 Timing is interleaved: at every step each loop takes its step in turn, so a slow spell of a shared
 machine falls on all loops alike; ``--repeat`` passes of the window loops (fresh windows each
 pass) give each step's median. The naive loops are slow (they re-tokenize the whole history every
-step) and run ``--naive-repeat`` passes (default 1).
+step) and run ``--naive-repeat`` passes (default 1); ``--stateless`` skips them.
 
-``--smoke`` runs a short session in a small window and exits non-zero if a request is over,
-invalid or missing the task, or a summarizer input is over its bound (``scripts/gate`` runs it);
+``--smoke`` runs a short session in a small window, every loop (the stateless ones too), and
+exits non-zero if a request is over, invalid or missing the task, a summarizer input is over its
+bound, or a stored or stateless loop departs from the window it repeats (``scripts/gate`` runs it);
 it shows that the loops ran, not the targets, which a short run cannot judge. ``--check`` prints
-the targets and exits non-zero if a speed, prefix-hit or compaction target is missed.
+the targets and exits non-zero if a speed, prefix-hit, compaction or state-size target is
+missed.
 ``--json PATH`` writes every figure as JSON.
 """
 
@@ -39,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import json
 import random
 import statistics
@@ -292,6 +308,21 @@ class Config:
         return int(self.max_tokens * COMPACT_TO)
 
 
+def new_window(module: ModuleType, config: Config, summarizer: Summarizer | None) -> ContextWindow:
+    """The window every window loop starts from (see the module docstring)."""
+    return ContextWindow(
+        module.FORMAT,
+        max_tokens=config.max_tokens,
+        compact_at=COMPACT_AT,
+        compact_to=COMPACT_TO,
+        keep_first=KEEP_FIRST,
+        system=config.system if module is anthropic else None,
+        estimator=cl100k(),
+        summarize=summarizer,
+        cache_breakpoints=module is anthropic,
+    )
+
+
 class WindowLoop:
     """``ContextWindow.prepare`` on every step."""
 
@@ -299,17 +330,7 @@ class WindowLoop:
 
     def __init__(self, module: ModuleType, config: Config, summarizer: Summarizer | None) -> None:
         self.summarizer = summarizer
-        self.window = ContextWindow(
-            module.FORMAT,
-            max_tokens=config.max_tokens,
-            compact_at=COMPACT_AT,
-            compact_to=COMPACT_TO,
-            keep_first=KEEP_FIRST,
-            system=config.system if module is anthropic else None,
-            estimator=cl100k(),
-            summarize=summarizer,
-            cache_breakpoints=module is anthropic,
-        )
+        self.window = new_window(module, config, summarizer)
 
     def step(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Return the request for ``history``."""
@@ -324,6 +345,46 @@ class WindowLoop:
     def resets(self) -> int:
         """Resets so far."""
         return self.window.stats.resets
+
+
+class StatelessLoop:
+    """A fresh window every step, restored from the JSON text of the previous step's state.
+
+    The first step makes a new window; every step then prepares the history and stores
+    ``json.dumps(window.state())``, as a stateless service keeps a window between requests.
+    """
+
+    naive = False
+
+    def __init__(self, module: ModuleType, config: Config, summarizer: Summarizer | None) -> None:
+        self.module = module
+        self.config = config
+        self.summarizer = summarizer
+        self.text: str | None = None
+        self.window: ContextWindow | None = None
+
+    def step(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Restore the window (or make the first), return the request, store the state."""
+        if self.text is None:
+            window = new_window(self.module, self.config, self.summarizer)
+        else:
+            window = ContextWindow.from_state(
+                json.loads(self.text), estimator=cl100k(), summarize=self.summarizer
+            )
+        request = window.prepare(history)
+        self.text = json.dumps(window.state())
+        self.window = window
+        return request
+
+    @property
+    def compactions(self) -> int:
+        """Compactions so far (the state carries the count)."""
+        return self.window.stats.compactions if self.window is not None else 0
+
+    @property
+    def resets(self) -> int:
+        """Resets so far (the state carries the count)."""
+        return self.window.stats.resets if self.window is not None else 0
 
 
 class NaiveLoop:
@@ -357,6 +418,36 @@ class NaiveLoop:
         if done.plan.tokens_before > self.config.compact_at_tokens:
             self.compactions += 1
         return done.messages
+
+
+type Loop = WindowLoop | StatelessLoop | NaiveLoop
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """One loop of the benchmark.
+
+    ``stored``: every step it is handed the history as new objects of equal content (a JSON
+    round trip, as an application that loads its history from a store); ``reference``: the loop
+    whose requests (and compactions) it must repeat exactly; ``median_ms``: its speed target.
+    """
+
+    name: str
+    kind: Callable[[ModuleType, Config, Summarizer | None], Loop]
+    summarized: bool
+    stored: bool = False
+    reference: str | None = None
+    median_ms: float = 3.0
+
+    @property
+    def naive(self) -> bool:
+        """Whether this is a naive loop."""
+        return self.kind is NaiveLoop
+
+    @property
+    def stateless(self) -> bool:
+        """Whether this loop restores its window from a stored state every step."""
+        return self.kind is StatelessLoop
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -424,8 +515,9 @@ class Auditor:
             messages
         ) + format_validators.anthropic_cache_problems(messages, self.system)
 
-    def message_tokens(self, message: dict[str, Any]) -> int:
-        """The tokens of one message (framing included)."""
+    def message_tokens(self, message: dict[str, Any], *, remember: bool = True) -> int:
+        """The tokens of one message (framing included); ``remember`` keeps it by identity
+        (not for a message made anew every step: holding those would hold every step's copy)."""
         known = self.by_id.get(id(message))
         if known is not None and known[0] is message:
             return known[1]
@@ -437,7 +529,8 @@ class Auditor:
             else:
                 tokens = format_validators.chat_tokens([message], self.encode, FRAMING)
             self.by_json[key] = tokens
-        self.by_id[id(message)] = (message, tokens)
+        if remember:
+            self.by_id[id(message)] = (message, tokens)
         return tokens
 
     def over(self, request: list[dict[str, Any]]) -> bool:
@@ -480,6 +573,7 @@ class Run:
 
     format: str
     loop: str
+    spec: Spec
     tally: Tally = field(default_factory=Tally)
     compactions: int = 0
     resets: int = 0
@@ -487,6 +581,9 @@ class Run:
     largest_summarizer_input: int | None = None
     summary_input_bound: int | None = None
     passes: list[list[float]] = field(default_factory=list)
+    digests: list[str] = field(default_factory=list)
+    first_difference: str = ""
+    state_sizes: list[tuple[int, int]] = field(default_factory=list)
 
     def step_times(self) -> list[float]:
         """Each step's median over the passes, in seconds."""
@@ -502,34 +599,98 @@ class Run:
         """The per-step 95th percentile, in seconds."""
         return statistics.quantiles(self.step_times(), n=100, method="inclusive")[94]
 
+    def bytes_per_message(self) -> list[float]:
+        """Each step's stored state in bytes per message of its history (stateless loops)."""
+        return [size / messages for size, messages in self.state_sizes]
+
+
+def digest(request: list[dict[str, Any]]) -> str:
+    """A request's digest: SHA-256 of its JSON with sorted keys (every key, markers included)."""
+    return hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+
+
+def difference(
+    step: int, expected: list[dict[str, Any]], got: list[dict[str, Any]], reference: str
+) -> str:
+    """Where ``got`` first departs from ``expected``, the ``reference`` loop's request."""
+    for index, (want, have) in enumerate(zip(expected, got, strict=False)):
+        if want == have:
+            continue
+        keys = sorted(
+            str(key) for key in want.keys() | have.keys() if want.get(key) != have.get(key)
+        )
+        wanted, sent = json.dumps(want, sort_keys=True), json.dumps(have, sort_keys=True)
+        at = next(
+            (i for i, (a, b) in enumerate(zip(wanted, sent, strict=False)) if a != b),
+            min(len(wanted), len(sent)),
+        )
+        window = slice(max(0, at - 60), at + 60)
+        return (
+            f"step {step}: message {index} of {len(got)} differs in {', '.join(keys)}: "
+            f"{sent[window]!r} where {reference} has {wanted[window]!r}"
+        )
+    if len(expected) != len(got):
+        return f"step {step}: {len(got)} messages where {reference} has {len(expected)}"
+    return f"step {step}: equal messages, another digest than {reference}'s"
+
 
 @dataclass(slots=True)
 class Lane:
-    """One loop being driven: its growing history, its previous request and its run."""
+    """One loop being driven: its growing history, its previous request and its run.
+
+    A ``stored`` lane hands its loop, every step, ``json.loads(json.dumps(history))`` (built
+    from each message's JSON, kept as it arrives: the same objects, made faster), outside the
+    timed region. ``reference`` is the lane (driven before this one at every step) whose
+    requests this one must repeat.
+    """
 
     run: Run
-    loop: WindowLoop | NaiveLoop
+    loop: Loop
     auditor: Auditor | None
     steps: list[list[dict[str, Any]]]
     skip: int
+    stored: bool = False
+    reference: Lane | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
     previous: list[dict[str, Any]] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
+    digests: list[str] = field(default_factory=list)
+    sizes: list[tuple[int, int]] = field(default_factory=list)
+    difference: str = ""
 
     def step(self, number: int) -> None:
         """Append step ``number``'s messages to the history, time the loop's step, audit."""
-        self.history.extend(self.steps[number])
+        added = self.steps[number]
+        self.history.extend(added)
+        given = self.history
+        if self.stored:
+            self.texts.extend(json.dumps(message) for message in added)
+            given = json.loads("[" + ",".join(self.texts) + "]")
         summarizer = self.loop.summarizer
         inside = summarizer.seconds if summarizer is not None else 0.0
         start = time.perf_counter()
-        request = self.loop.step(self.history)
+        request = self.loop.step(given)
         elapsed = time.perf_counter() - start
         if summarizer is not None:
             elapsed -= summarizer.seconds - inside
         self.times.append(elapsed)
+        if isinstance(self.loop, StatelessLoop) and self.loop.text is not None:
+            self.sizes.append((len(self.loop.text.encode()), len(given)))
+        if not isinstance(self.loop, NaiveLoop):
+            self.compare(number, request)
         if self.auditor is not None:
             self.audit(request, self.auditor)
         self.previous = request
+
+    def compare(self, number: int, request: list[dict[str, Any]]) -> None:
+        """Record the request's digest; note where it first departs from the reference's."""
+        self.digests.append(digest(request))
+        reference = self.reference
+        if reference is None or self.difference:
+            return
+        if reference.digests[number] != self.digests[-1]:
+            self.difference = difference(number, reference.previous, request, reference.run.loop)
 
     def audit(self, request: list[dict[str, Any]], auditor: Auditor) -> None:
         """Count the request's prefix hit, and whether it is over, invalid or without the task."""
@@ -539,7 +700,7 @@ class Lane:
         before = self.previous[self.skip :]
         shared = True
         for index, message in enumerate(messages):
-            tokens = auditor.message_tokens(message)
+            tokens = auditor.message_tokens(message, remember=not self.stored)
             tally.request_tokens += tokens
             shared = shared and index < len(before) and same(message, before[index])
             if shared:
@@ -556,41 +717,80 @@ class Lane:
 
 
 LOOPS = (
-    ("window", WindowLoop, False),
-    ("window+summaries", WindowLoop, True),
-    ("naive", NaiveLoop, False),
-    ("naive+summaries", NaiveLoop, True),
+    Spec("window", WindowLoop, summarized=False),
+    Spec("window+summaries", WindowLoop, summarized=True),
+    Spec("window+stored", WindowLoop, summarized=False, stored=True, reference="window"),
+    Spec(
+        "stateless",
+        StatelessLoop,
+        summarized=False,
+        stored=True,
+        reference="window",
+        median_ms=5.0,
+    ),
+    Spec(
+        "stateless+summaries",
+        StatelessLoop,
+        summarized=True,
+        stored=True,
+        reference="window+summaries",
+        median_ms=5.0,
+    ),
+    Spec("naive", NaiveLoop, summarized=False),
+    Spec("naive+summaries", NaiveLoop, summarized=True),
 )
+"""Every loop, each after the loop it must repeat (a lane compares with its reference's step)."""
 FORMATS = (openai_chat, anthropic)
+STATE_BYTES_PER_MESSAGE = 256
+"""The stateless target: the stored state's size per message of the history."""
 
 
 def drive(
-    session: Session, config: Config, repeat: int, naive_repeat: int, log: Callable[[str], None]
+    session: Session,
+    config: Config,
+    specs: Sequence[Spec],
+    passes: tuple[int, int],
+    log: Callable[[str], None],
 ) -> list[Run]:
-    """Run every loop over the session, interleaved step by step, and return their runs."""
+    """Run the loops of ``specs`` over the session, interleaved step by step; ``passes``: of the
+    window loops, of the naive loops. Return their runs."""
+    repeat, naive_repeat = passes
     rendered = {openai_chat: chat_messages(session), anthropic: anthropic_messages(session)}
     pristine = {module: json.dumps(steps) for module, steps in rendered.items()}
-    runs = {(module, name): Run(module.FORMAT, name) for module in FORMATS for name, _, _ in LOOPS}
+    runs = {
+        (module, spec.name): Run(module.FORMAT, spec.name, spec)
+        for module in FORMATS
+        for spec in specs
+    }
     auditors = {module: Auditor(module, config) for module in FORMATS}
     for number in range(max(repeat, naive_repeat)):
-        lanes: list[Lane] = []
+        lanes: dict[tuple[ModuleType, str], Lane] = {}
         for module in FORMATS:
-            for name, kind, summarized in LOOPS:
-                if number >= (naive_repeat if kind is NaiveLoop else repeat):
+            for spec in specs:
+                if number >= (naive_repeat if spec.naive else repeat):
                     continue
-                summarizer = Summarizer() if summarized else None
+                summarizer = Summarizer() if spec.summarized else None
                 skip = 1 if module is openai_chat else 0  # the system message is not counted
                 auditor = auditors[module] if number == 0 else None
-                loop = kind(module, config, summarizer)
-                lanes.append(Lane(runs[module, name], loop, auditor, rendered[module], skip))
+                loop = spec.kind(module, config, summarizer)
+                reference = lanes.get((module, spec.reference or ""))
+                lanes[module, spec.name] = Lane(
+                    runs[module, spec.name],
+                    loop,
+                    auditor,
+                    rendered[module],
+                    skip,
+                    stored=spec.stored,
+                    reference=reference,
+                )
         started = time.perf_counter()
         gc.collect()
         for step in range(len(session.events) + 1):
-            for lane in lanes:
+            for lane in lanes.values():
                 lane.step(step)
             if step and step % 100 == 0:
                 log(f"  step {step}: {time.perf_counter() - started:.1f} s")
-        for lane in lanes:
+        for lane in lanes.values():
             finish(lane, config, first=number == 0)
         log(f"pass {number + 1}: {len(lanes)} loops in {time.perf_counter() - started:.1f} s")
     for module, steps in rendered.items():
@@ -606,13 +806,20 @@ def finish(lane: Lane, config: Config, *, first: bool) -> None:
     summarizer = loop.summarizer
     if first:
         run.compactions, run.resets = loop.compactions, loop.resets
+        run.digests, run.first_difference, run.state_sizes = (
+            lane.digests,
+            lane.difference,
+            lane.sizes,
+        )
         if summarizer is not None:
             run.summarizer_calls = summarizer.calls
             run.largest_summarizer_input = summarizer.largest_input
-            if not loop.naive:
+            if not run.spec.naive:
                 run.summary_input_bound = config.summary_input_bound
     elif (run.compactions, run.resets) != (loop.compactions, loop.resets):
         raise SystemExit(f"{run.format} {run.loop}: a later pass compacted differently")
+    elif lane.digests != run.digests:
+        raise SystemExit(f"{run.format} {run.loop}: a later pass sent other requests")
 
 
 # ----------------------------------------------------------------------------- reporting
@@ -621,11 +828,15 @@ def finish(lane: Lane, config: Config, *, first: bool) -> None:
 def targets(runs: list[Run], steps: int) -> list[tuple[str, str, bool, bool]]:
     """The issue's targets on the window loops: (target, measured, met, a correctness target)."""
     checks: list[tuple[str, str, bool, bool]] = []
+    by_name = {(run.format, run.loop): run for run in runs}
     for run in runs:
-        if run.loop.startswith("naive"):
+        if run.spec.naive:
             continue
         name = f"{run.format} {run.loop}"
         tally = run.tally
+        reference = by_name.get((run.format, run.spec.reference or ""))
+        if reference is not None:
+            checks.extend(repeats(name, run, reference))
         checks.append(
             (f"{name}: 0 requests over max_tokens", str(tally.over), not tally.over, True)
         )
@@ -664,11 +875,48 @@ def targets(runs: list[Run], steps: int) -> list[tuple[str, str, bool, bool]]:
                 False,
             )
         )
-        median = run.median * 1e3
+        median, limit = run.median * 1e3, run.spec.median_ms
         checks.append(
-            (f"{name}: per-step median <= 3 ms", f"{median:.2f} ms", median <= 3.0, False)
+            (f"{name}: per-step median <= {limit:g} ms", f"{median:.2f} ms", median <= limit, False)
         )
+        if run.state_sizes:  # judged at the end: early on the fixed part (the settings) dominates
+            sizes = run.bytes_per_message()
+            most = max(range(len(sizes)), key=sizes.__getitem__)
+            checks.append(
+                (
+                    f"{name}: state <= {STATE_BYTES_PER_MESSAGE} bytes per message",
+                    f"{sizes[-1]:.0f} (max {sizes[most]:.0f}, step {most})",
+                    sizes[-1] <= STATE_BYTES_PER_MESSAGE,
+                    False,
+                )
+            )
     return checks
+
+
+def repeats(name: str, run: Run, reference: Run) -> list[tuple[str, str, bool, bool]]:
+    """The correctness targets of a loop that must repeat ``reference``: the same requests, the
+    same compactions, no reset."""
+    same_requests = not run.first_difference and run.digests == reference.digests
+    measured = (
+        f"{len(run.digests)} of {len(reference.digests)}"
+        if same_requests
+        else run.first_difference.partition(":")[0] or "differ"
+    )
+    return [
+        (
+            f"{name}: the requests of {reference.loop}, identical",
+            measured,
+            same_requests,
+            True,
+        ),
+        (
+            f"{name}: the compactions of {reference.loop}",
+            f"{run.compactions} / {reference.compactions}",
+            run.compactions == reference.compactions,
+            True,
+        ),
+        (f"{name}: 0 resets", str(run.resets), not run.resets, True),
+    ]
 
 
 def table(runs: list[Run]) -> str:
@@ -694,6 +942,35 @@ def table(runs: list[Run]) -> str:
     return "\n".join(lines)
 
 
+def repeat_table(runs: list[Run]) -> str:
+    """The loops that must repeat another's requests, as a Markdown table (empty if none)."""
+    by_name = {(run.format, run.loop): run for run in runs}
+    lines = [
+        (
+            "| format | loop | repeats | identical requests | compactions | resets "
+            "| state bytes/message max | final | state KiB final |"
+        ),
+        "|---|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for run in runs:
+        reference = by_name.get((run.format, run.spec.reference or ""))
+        if reference is None:
+            continue
+        identical = not run.first_difference and run.digests == reference.digests
+        sizes = run.bytes_per_message()
+        state = (
+            f"{max(sizes):.0f} | {sizes[-1]:.0f} | {run.state_sizes[-1][0] / 1024:.1f}"
+            if sizes
+            else " |  | "
+        )
+        lines.append(
+            f"| {run.format} | {run.loop} | {reference.loop} "
+            f"| {'yes' if identical else 'NO'} | {run.compactions} / {reference.compactions} "
+            f"| {run.resets} | {state} |"
+        )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; return 0, or 1 if a target is missed (see ``--smoke``, ``--check``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -713,6 +990,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--smoke", action="store_true", help="a short session, one pass: does it run, and right?"
     )
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="add the stateless loops (a window restored from its stored state every step); "
+        "skips the naive loops",
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 if any target is missed")
     args = parser.parse_args(argv)
     steps = args.steps or (SMOKE_STEPS if args.smoke else STEPS)
@@ -724,26 +1007,43 @@ def main(argv: list[str] | None = None) -> int:
     def log(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
+    stateless = args.stateless or args.smoke  # the smoke run checks the stateless loops too
+    naive = not args.stateless
+    specs = [
+        spec for spec in LOOPS if (stateless or not spec.stateless) and (naive or not spec.naive)
+    ]
     started = time.perf_counter()
     session = agent_session(steps)
     config = Config(max_tokens, session.system)
     log(f"session of {steps} steps built in {time.perf_counter() - started:.1f} s")
-    runs = drive(session, config, repeat, args.naive_repeat, log)
+    runs = drive(session, config, specs, (repeat, args.naive_repeat), log)
     checks = targets(runs, steps)
+    passes = f"naive: {args.naive_repeat}" if naive else "naive loops skipped (--stateless)"
     print(
         f"cutctx agent-loop benchmark: {steps} steps, {max_tokens:,}-token window, "
         f"compact_at {COMPACT_AT} -> compact_to {COMPACT_TO}, keep_first={KEEP_FIRST}, cl100k; "
-        f"per-step medians of {repeat} passes (naive: {args.naive_repeat}); "
+        f"per-step medians of {repeat} passes ({passes}); "
         f"Python {environment()['python']}"
     )
     print()
     print(table(runs))
+    repeated = repeat_table(runs)
+    if repeated:
+        print()
+        print(repeated)
     problems = [f"{run.format} {run.loop}: {run.tally.first_problem}" for run in runs]
     problems = [line for line, run in zip(problems, runs, strict=True) if run.tally.first_problem]
     if problems:
         print()
         print("First problem of each loop that had one:")
         for line in problems:
+            print(f"- {line}")
+    departures = [f"{run.format} {run.loop}: {run.first_difference}" for run in runs]
+    departures = [line for line, run in zip(departures, runs, strict=True) if run.first_difference]
+    if departures:
+        print()
+        print("First request of each loop that departs from the one it must repeat:")
+        for line in departures:
             print(f"- {line}")
     judged = not args.smoke or args.check  # a short run says nothing of speed or prefix-hit
     print()
@@ -758,7 +1058,8 @@ def main(argv: list[str] | None = None) -> int:
             "; failed: " + "; ".join(wrong)
             if wrong
             else ", and no window request was over max_tokens, invalid or missing the task, nor"
-            " a summarizer input over its bound"
+            " a summarizer input over its bound; the stored and stateless loops sent the"
+            " requests of the uninterrupted window, with its compactions and no reset"
         )
         print(f"Smoke run: every loop ran {steps} steps{verdict}.")
         print("(A short run judges no speed, prefix-hit or compaction target: the full run does.)")
@@ -771,7 +1072,8 @@ def main(argv: list[str] | None = None) -> int:
             "compact_to": COMPACT_TO,
             "keep_first": KEEP_FIRST,
             "repeat": repeat,
-            "naive_repeat": args.naive_repeat,
+            "naive_repeat": args.naive_repeat if naive else None,
+            "naive_skipped": not naive,
             "runs": [
                 {
                     "format": run.format,
@@ -792,6 +1094,26 @@ def main(argv: list[str] | None = None) -> int:
                     "median_seconds": run.median,
                     "p95_seconds": run.p95,
                     "step_seconds": run.step_times(),
+                    "stored_history": run.spec.stored,
+                    "repeats": run.spec.reference,
+                    "identical_requests": (
+                        None
+                        if run.spec.reference is None
+                        else not run.first_difference
+                        and any(
+                            other.loop == run.spec.reference
+                            and other.format == run.format
+                            and other.digests == run.digests
+                            for other in runs
+                        )
+                    ),
+                    "first_difference": run.first_difference or None,
+                    "state_bytes": [size for size, _ in run.state_sizes] or None,
+                    "state_bytes_per_message": run.bytes_per_message() or None,
+                    "state_bytes_per_message_max": max(run.bytes_per_message(), default=None),
+                    "state_bytes_per_message_final": (
+                        run.bytes_per_message()[-1] if run.state_sizes else None
+                    ),
                 }
                 for run in runs
             ],
