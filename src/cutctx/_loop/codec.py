@@ -11,6 +11,7 @@ needs their turns (a compaction), with the prices taken from the state.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -21,8 +22,10 @@ from cutctx._core.values import Action, Transcript, TurnReplacement, group_id_fo
 from cutctx._loop.compact import CompactedMessages, priority_policy
 from cutctx._loop.decisions import Decisions, Summary
 from cutctx._loop.fingerprint import Fingerprint
+from cutctx._loop.ledger import REQUEST_TURN_ID
+from cutctx._loop.settings import Settings
 from cutctx._policies.draft import estimator_marks
-from cutctx.formats import NAMES
+from cutctx.formats import NAMES, resolve
 from cutctx.formats._common import PRIORITY_KEY, STICKY_KEY
 
 if TYPE_CHECKING:
@@ -89,6 +92,7 @@ def encode(window: ContextWindow) -> dict[str, Any]:
         "policy": _named(window._policy),
         "estimator": list(estimator_marks(settings.estimator)),
         "seen": {"count": ledger.count, "fingerprint": ledger.fingerprint()},
+        "head": [turn.token_estimate for turn in ledger.head if turn.turn_id != REQUEST_TURN_ID],
         "prices": ledger.prices(),
         "firsts": ledger.firsts,
         "decisions": decisions,
@@ -176,24 +180,29 @@ def decode(
     given = {"estimator": estimator, "summarize": summarize, "priority": priority, "pin": pin}
     try:
         _check_given(data, given, format)
-        window = cls(
-            format if format is not None else data["format"],
-            max_tokens=data["max_tokens"],
-            compact_at=data["compact_at"],
-            compact_to=data["compact_to"],
-            keep_first=data["keep_first"],
-            protected_recent_turns=data["protected_recent_turns"],
-            keep_recent_results=data["keep_recent_results"],
-            system=data["system"],
-            estimator=estimator,
-            summarize=summarize,
-            policy=policy,
-            summary_input_tokens=data["summary_input_tokens"],
-            cache_breakpoints=data["cache_breakpoints"],
-            max_result_tokens=data["max_result_tokens"],
-            recall=data["recall"],
-            priority=priority,
-            pin=pin,
+        settings = Settings.of(
+            data["max_tokens"],
+            data["compact_at"],
+            data["compact_to"],
+            data["keep_first"],
+            data["protected_recent_turns"],
+            data["keep_recent_results"],
+            data["system"],
+            estimator,
+            summarize,
+            policy,
+            data["summary_input_tokens"],
+            data["cache_breakpoints"],
+            priority,
+            pin,
+            data["max_result_tokens"],
+            data["recall"],
+        )
+        settings = dataclasses.replace(settings, head_prices=tuple(map(int, data["head"])))
+        window = cls.__new__(cls)
+        window._setup(
+            resolve(format if format is not None else data["format"], owner="ContextWindow"),
+            settings,
         )
         _check_same(window, data)
         seen = data["seen"]

@@ -38,7 +38,7 @@ class Fingerprint:
         data = self._data
         for index in range(start, len(messages)):
             pieces.append("\x1e")  # a message boundary
-            _walk(data(messages[index]), pieces, index)
+            _walk(data(messages[index]), pieces.append, index)
         self._hash.update("".join(pieces).encode("utf-8", "surrogatepass"))
         self.count = len(messages)
 
@@ -54,31 +54,44 @@ class Fingerprint:
         return made
 
 
-def _walk(value: object, pieces: list[str], index: int) -> None:
+def _walk(value: object, out: Callable[[str], None], index: int) -> None:  # noqa: PLR0912 - one branch per JSON type, strings inlined
+    # Strings, most of what a message holds, are written here rather than by a call each:
+    # the walk is the restore's one linear pass, so it is kept tight.
     kind = type(value)
     if kind is str:
-        pieces.append(f"s{len(value)}:")  # type: ignore[arg-type]
-        pieces.append(value)  # type: ignore[arg-type]
-        return
-    if kind is dict or isinstance(value, Mapping):
-        pieces.append(f"{{{len(value)}")  # type: ignore[arg-type]
+        out(f"s{len(value)}:")  # type: ignore[arg-type]
+        out(value)  # type: ignore[arg-type]
+    elif kind is dict or isinstance(value, Mapping):
+        out(f"{{{len(value)}")  # type: ignore[arg-type]
         for key, item in value.items():  # type: ignore[attr-defined]
-            _walk(key, pieces, index)
-            _walk(item, pieces, index)
-        return
-    if kind is list or kind is tuple:
-        pieces.append(f"[{len(value)}")  # type: ignore[arg-type]
+            if type(key) is str:
+                out(f"s{len(key)}:")
+                out(key)
+            else:
+                _walk(key, out, index)
+            if type(item) is str:
+                out(f"s{len(item)}:")
+                out(item)
+            else:
+                _walk(item, out, index)
+    elif kind is list or kind is tuple:
+        out(f"[{len(value)}")  # type: ignore[arg-type]
         for item in value:  # type: ignore[attr-defined]
-            _walk(item, pieces, index)
-        return
-    if value is None or kind is bool or kind is int or kind is float:
-        pieces.append(f"{kind.__name__[0]}{value!r};")
-        return
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):  # an SDK object: the data it holds
-        _walk(dump(exclude_none=True), pieces, index)
-        return
-    raise ValidationError(
-        f"ContextWindow: messages[{index}] holds a {kind.__name__}, which is not message data",
-        details={"index": index, "type": kind.__name__},
-    )
+            if type(item) is str:
+                out(f"s{len(item)}:")
+                out(item)
+            else:
+                _walk(item, out, index)
+    elif kind is int:
+        out(f"i{value:x};")  # hexadecimal: no length limit, as decimal text has
+    elif value is None or kind is bool or kind is float:
+        out(f"{kind.__name__[0]}{value!r};")
+    else:
+        dump = getattr(value, "model_dump", None)
+        if not callable(dump):
+            raise ValidationError(
+                f"ContextWindow: messages[{index}] holds a {kind.__name__}, which is not "
+                "message data",
+                details={"index": index, "type": kind.__name__},
+            )
+        _walk(dump(exclude_none=True), out, index)  # an SDK object: the data it holds

@@ -25,7 +25,10 @@ if TYPE_CHECKING:
     from cutctx._loop.settings import Settings
     from cutctx.formats import Format, Scanned
 
-__all__ = ["Ledger", "message_costs", "pin_first"]
+__all__ = ["REQUEST_TURN_ID", "Ledger", "message_costs", "pin_first"]
+
+REQUEST_TURN_ID = "request"
+"""The pinned turn that holds what a request costs beyond its messages (never rendered)."""
 
 
 def message_costs(read: Scanned[Any]) -> list[int]:
@@ -98,11 +101,17 @@ class Ledger:
         # What a request costs beyond its messages (a reply's priming) is held as one more
         # pinned turn that is never rendered, so every budget leaves room for it.
         overhead = fmt.request_overhead(settings.estimator)
-        extra = (TranscriptTurn("request", Role.SYSTEM, "", overhead, pinned=True),)
-        self.head = (
-            *fmt.head(settings.system, estimator=settings.estimator),
-            *(extra if overhead else ()),
-        )
+        extra = (TranscriptTurn(REQUEST_TURN_ID, Role.SYSTEM, "", overhead, pinned=True),)
+        prices = settings.head_prices
+        if prices is None:
+            head = fmt.head(settings.system, estimator=settings.estimator)
+        else:  # restored: the turns read cheaply, the prices the state's
+            read = fmt.head(settings.system, estimator=CharRatioEstimator())
+            head = tuple(
+                dataclasses.replace(turn, token_estimate=price)
+                for turn, price in zip(read, prices, strict=True)
+            )
+        self.head = (*head, *(extra if overhead else ()))
         self.clear()
 
     def clear(self) -> None:

@@ -53,6 +53,7 @@ class Settings:
     cap: int | None
     recall: bool
     given: dict[str, Any]
+    head_prices: tuple[int, ...] | None = None  # a state's: the head is not priced again
 
     @classmethod
     def of(  # noqa: PLR0917 - the window's options, as named there

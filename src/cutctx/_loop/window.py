@@ -95,8 +95,7 @@ class ContextWindow:
         max_result_tokens: float | int | None = 0.25,
         recall: bool = False,
     ) -> None:
-        self._format: Format[Any] = resolve(format, owner="ContextWindow")
-        self._settings = settings = Settings.of(
+        settings = Settings.of(
             max_tokens,
             compact_at,
             compact_to,
@@ -114,12 +113,17 @@ class ContextWindow:
             max_result_tokens,
             recall,
         )
-        self._policy: CompactionPolicy = policy or default_messages_policy(
+        self._setup(resolve(format, owner="ContextWindow"), settings)
+
+    def _setup(self, fmt: Format[Any], settings: Settings) -> None:
+        """Make the window's parts for ``fmt`` and ``settings`` (``from_state`` comes here too)."""
+        self._format, self._settings = fmt, settings
+        self._policy: CompactionPolicy = settings.policy or default_messages_policy(
             estimator=settings.estimator,
             keep_recent_results=settings.keep_recent,
-            summarize=summarize is not None,
+            summarize=settings.summarize is not None,
             summary_input_tokens=settings.summary_input,
-            placeholder=RECALL_PLACEHOLDER if recall else DEFAULT_PLACEHOLDER,
+            placeholder=RECALL_PLACEHOLDER if settings.recall else DEFAULT_PLACEHOLDER,
         )
         self._recall = RecallIndex() if settings.recall else None
         self._planner = Planner(self._format, settings, self._policy)

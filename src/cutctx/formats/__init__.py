@@ -17,7 +17,6 @@ imports this package.
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 from typing import Any, Final, Literal
 
@@ -63,10 +62,7 @@ _BUILT_IN: Final[dict[str, Format[Message]]] = {
     fmt.name: fmt for fmt in (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC)
 }
 
-_FRAMEWORKS: Final = {
-    "langchain": ("cutctx.formats.langchain", "LANGCHAIN"),
-    "pydantic_ai": ("cutctx.formats.pydantic_ai", "PYDANTIC_AI"),
-}
+_FRAMEWORKS: Final = ("langchain", "pydantic_ai")
 """The frameworks' formats, by name: each module imports its framework (an optional extra), so
 it is imported only when its name is resolved."""
 
@@ -89,10 +85,15 @@ def resolve(format: object, *, owner: str = "format") -> Format[Any]:
         return format
     if isinstance(format, str) and format in _BUILT_IN:
         return _BUILT_IN[format]
-    if isinstance(format, str) and format in _FRAMEWORKS:
-        module, name = _FRAMEWORKS[format]
-        found: Format[Any] = getattr(importlib.import_module(module), name)
-        return found
+    # A framework's format imports its framework (an optional extra): only when it is named.
+    if format == "langchain":
+        from cutctx.formats.langchain import LANGCHAIN  # noqa: PLC0415 - see above
+
+        return LANGCHAIN
+    if format == "pydantic_ai":
+        from cutctx.formats.pydantic_ai import PYDANTIC_AI  # noqa: PLC0415 - see above
+
+        return PYDANTIC_AI
     if isinstance(format, ModuleType):
         named = _BUILT_IN.get(getattr(format, "FORMAT", None))  # type: ignore[arg-type]
         if named is not None:
