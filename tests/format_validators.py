@@ -159,11 +159,27 @@ def _responses_against(  # noqa: PLR0912 - one branch per rule
     problems: list[str] = []
     # An item equal to an original one is that item sent again as a copy (the format sends a
     # message that carried context-clipper's keys as a copy without them): count it as kept.
+    # Items keep their order: each is matched to the first original after the previous match
+    # that is it (or equal to it), so of equal messages the right one is found.
     identical = {id(o) for o in original}
-    items = [
-        item if id(item) in identical else next((o for o in original if o == item), item)
-        for item in items
-    ]
+    matched: list[dict[str, Any]] = []
+    start = 0
+    for item in items:
+        found = next(
+            (
+                position
+                for position in range(start, len(original))
+                if original[position] is item
+                or (id(item) not in identical and original[position] == item)
+            ),
+            None,
+        )
+        if found is None:
+            matched.append(item)
+        else:
+            matched.append(original[found])
+            start = found + 1
+    items = matched
     kept = {id(item) for item in items}
     follower = {
         id(item): original[i + 1] if i + 1 < len(original) else None
