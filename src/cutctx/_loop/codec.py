@@ -181,23 +181,11 @@ def decode(
     try:
         _check_given(data, given, format)
         settings = Settings.of(
-            data["max_tokens"],
-            data["compact_at"],
-            data["compact_to"],
-            data["keep_first"],
-            data["protected_recent_turns"],
-            data["keep_recent_results"],
-            data["system"],
-            estimator,
-            summarize,
-            policy,
-            data["summary_input_tokens"],
-            data["cache_breakpoints"],
-            priority,
-            pin,
-            data["max_result_tokens"],
-            data["recall"],
-        )
+            data["max_tokens"], data["compact_at"], data["compact_to"], data["keep_first"],
+            data["protected_recent_turns"], data["keep_recent_results"], data["system"],
+            estimator, summarize, policy, data["summary_input_tokens"],
+            data["cache_breakpoints"], priority, pin, data["max_result_tokens"], data["recall"],
+        )  # fmt: skip
         settings = dataclasses.replace(settings, head_prices=tuple(map(int, data["head"])))
         window = cls.__new__(cls)
         window._setup(

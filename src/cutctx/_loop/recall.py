@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.values import TranscriptTurn
+    from cutctx._loop.settings import Settings
     from cutctx.formats import Format, FormatName
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "RECALL_PLACEHOLDER",
     "RECALL_TOOL",
     "RecallIndex",
+    "answer",
     "recall",
     "tool_of",
 ]
@@ -94,7 +96,8 @@ class RecallIndex:
         self.complete = complete
 
     def add(self, turns: Iterable[TranscriptTurn]) -> None:
-        """Index the tool results among ``turns``."""
+        """Index the tool results among ``turns`` (all that were missing, if it lacked any)."""
+        self.complete = True
         texts = self.texts
         for turn in turns:
             if turn.role is Role.TOOL:
@@ -124,6 +127,16 @@ class RecallIndex:
         pricer = fmt.pricer(estimator)
         room = max(1, min(limit, cap) - pricer.framing)
         return page(text, read.get("start_line", 1), room, pricer.text)
+
+
+def answer(
+    index: RecallIndex | None, arguments: object, fmt: Format[Any], settings: Settings
+) -> str:
+    """Answer a window's recall call from its ``index`` (``None``: recall is off)."""
+    if index is None:
+        return f"[{RECALL_TOOL}: recall is off for this window (ContextWindow(recall=True))]"
+    cap = settings.cap or DEFAULT_PAGE_TOKENS
+    return index.answer(arguments, fmt=fmt, estimator=settings.estimator, cap=cap)
 
 
 def _arguments(arguments: object) -> Mapping[str, Any] | str:

@@ -24,8 +24,8 @@ from cutctx._loop.planner import Pending, Planner
 from cutctx._loop.recall import (
     DEFAULT_PAGE_TOKENS,
     RECALL_PLACEHOLDER,
-    RECALL_TOOL,
     RecallIndex,
+    answer,
     tool_of,
 )
 from cutctx._loop.request import Request, WindowStats, counted
@@ -96,23 +96,10 @@ class ContextWindow:
         recall: bool = False,
     ) -> None:
         settings = Settings.of(
-            max_tokens,
-            compact_at,
-            compact_to,
-            keep_first,
-            protected_recent_turns,
-            keep_recent_results,
-            system,
-            estimator,
-            summarize,
-            policy,
-            summary_input_tokens,
-            cache_breakpoints,
-            priority,
-            pin,
-            max_result_tokens,
-            recall,
-        )
+            max_tokens, compact_at, compact_to, keep_first, protected_recent_turns,
+            keep_recent_results, system, estimator, summarize, policy, summary_input_tokens,
+            cache_breakpoints, priority, pin, max_result_tokens, recall,
+        )  # fmt: skip
         self._setup(resolve(format, owner="ContextWindow"), settings)
 
     def _setup(self, fmt: Format[Any], settings: Settings) -> None:
@@ -187,17 +174,10 @@ class ContextWindow:
         one). Every tool result the window has seen can be read, dropped ones included. A bad
         argument or an unknown digest gives back a one-line explanation, never an exception.
         """
-        index = self._recall
-        if index is None:
-            return f"[{RECALL_TOOL}: recall is off for this window (ContextWindow(recall=True))]"
-        if not index.complete:  # restored from a state: read the old messages once
-            self._warm(self._ledger.seen)
-            index.add(self._ledger.turns)
-            index.complete = True
-        cap = self._settings.cap or DEFAULT_PAGE_TOKENS
-        return index.answer(
-            arguments, fmt=self._format, estimator=self._settings.estimator, cap=cap
-        )
+        if self._recall is not None and not self._recall.complete:
+            self._warm(self._ledger.seen)  # restored from a state: read the old messages once
+            self._recall.add(self._ledger.turns)
+        return answer(self._recall, arguments, self._format, self._settings)
 
     def prepare[M](self, history: Sequence[M]) -> list[M]:
         """Return the messages to send now for ``history``; see the class docstring.
@@ -259,15 +239,9 @@ class ContextWindow:
                 argument the state needs (naming it), or a policy other than the state's.
         """
         return codec.decode(
-            cls,
-            state,
-            estimator=estimator,
-            summarize=summarize,
-            policy=policy,
-            priority=priority,
-            pin=pin,
-            format=format,
-        )
+            cls, state, estimator=estimator, summarize=summarize, policy=policy,
+            priority=priority, pin=pin, format=format,
+        )  # fmt: skip
 
     # -- one step -----------------------------------------------------------------------------
 
@@ -286,11 +260,8 @@ class ContextWindow:
         self._resettle(history)
         read = ledger.read(history, ledger.count) if len(history) > ledger.count else None
         excerpts = excerpts_of(read, self._settings)
-        added = (
-            0
-            if read is None
-            else sum(excerpts.get(turn.turn_id, turn).token_estimate for turn in read.turns)
-        )
+        new = () if read is None else read.turns
+        added = sum(excerpts.get(turn.turn_id, turn).token_estimate for turn in new)
         if self._request.tokens + added <= self._settings.at:
             self._append(history, read, added, excerpts)
             return None
