@@ -34,6 +34,7 @@ from cutctx import (
 from cutctx._audit.policies import ROWS, Config, NotRebuildable, describe, policy_config, rebuild
 from cutctx._audit.records import SEALED, transcript_digest
 from cutctx._core.digest import canonical_json
+from cutctx.formats import OPENAI_CHAT
 
 if TYPE_CHECKING:
     from cutctx import CompactionPolicy
@@ -787,3 +788,14 @@ class TestPolicyTable:
         with pytest.raises(ValidationError) as caught:
             rebuild(name, config)
         assert named in caught.value.message
+
+
+class TestRecordFormat:
+    def test_a_format_object_is_recorded_by_its_name(self) -> None:
+        transcript = Transcript((TranscriptTurn("u", Role.USER, "hi", 1),))
+        budget, policy = CompactionBudget(10), DropOldestPolicy()
+        plan = policy.decide(transcript, budget)
+        by_object = CompactionRecord.of(plan, transcript, budget, policy, format=OPENAI_CHAT)
+        by_name = CompactionRecord.of(plan, transcript, budget, policy, format="openai_chat")
+        assert by_object.format == "openai_chat"
+        assert by_object == by_name

@@ -30,7 +30,7 @@ from cutctx._core.digest import (
 from cutctx._core.errors import BudgetUnsatisfiable
 from cutctx._core.executor import plan_holds
 from cutctx._core.plan import CompactionPlan
-from cutctx._core.protocols import CompactionPolicy
+from cutctx._core.protocols import CompactionPolicy, Named
 from cutctx._core.values import CompactionBudget, Transcript, TranscriptTurn, check_count, check_str
 
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ class CompactionRecord:
         budget: CompactionBudget,
         policy: CompactionPolicy,
         *,
-        format: str | None = None,  # the field's name in the record
+        format: str | Named | None = None,  # the field's name in the record
         tokenizer: str | None = None,
         keep_first: int | None = None,
         system_digest: str | None = None,
@@ -205,11 +205,14 @@ class CompactionRecord:
         >>> record.policy_name, record.policy_config
         ('drop_oldest', mappingproxy({}))
 
+        ``format`` is the messages' format: a ``cutctx.formats.Format`` or its name.
+
         Raises:
             PlanTranscriptMismatch: if ``plan`` was not built for ``transcript``.
             ValidationError: if ``plan`` does not hold under ``budget``, was not made by a
                 policy of ``policy``'s name and version, or an argument is malformed.
         """
+        named = format if format is None or isinstance(format, str) else format.name
         if not isinstance(plan, CompactionPlan):
             raise _argument("plan", "a cutctx.CompactionPlan", plan)
         if not isinstance(transcript, Transcript):
@@ -235,7 +238,7 @@ class CompactionRecord:
             policy.version,
             policy_config(policy),
             transcript_digest(transcript),
-            format,
+            named,
             tokenizer,
             keep_first,
             system_digest,

@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from cutctx._core.plan import CompactionPlan
     from cutctx._core.values import CompactionBudget, Transcript
 
-__all__ = ["CompactionPolicy", "TokenEstimator"]
+__all__ = ["CompactionPolicy", "Named", "TokenEstimator"]
 
 
 @runtime_checkable
@@ -17,6 +17,15 @@ class TokenEstimator(Protocol):
 
     def estimate_tokens(self, text: str) -> int:
         """Return the estimated token count of ``text``."""
+        ...
+
+
+class Named(Protocol):
+    """Anything with a stable ``name``: what a record needs of a message format."""
+
+    @property
+    def name(self) -> str:
+        """The stable name."""
         ...
 
 
