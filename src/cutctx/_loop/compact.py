@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from baseaicore import ValidationError
 
+from cutctx._core.errors import SummaryMissing
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.metadata import PRIORITY_METADATA
@@ -42,8 +43,10 @@ __all__ = [
     "SUMMARY_PROMPT_ID",
     "CompactedMessages",
     "acompact_messages",
+    "afulfil",
     "compact_messages",
     "default_messages_policy",
+    "fulfil",
     "is_prioritized",
     "pin_first_messages",
     "priority_policy",
@@ -127,17 +130,9 @@ def compact_messages[M: Message](
         protected_recent_turns, keep_first, keep_recent_results, priority, pin,
         max_result_tokens,
     )  # fmt: skip
-    texts: dict[str, str] = {}
-    for request, turns in job.calls():
-        text = job.summarize(request, turns)  # type: ignore[misc]
-        if isinstance(text, Awaitable):
-            if isinstance(text, Coroutine):
-                text.close()  # never awaited: close it, so no warning is left behind
-            raise ValidationError(
-                "compact_messages: summarize is async; call await acompact_messages(...)",
-                details={"field": "summarize"},
-            )
-        texts[request.group_id] = _text(request, text)
+    texts = fulfil(
+        job.calls(), job.summarize, owner="compact_messages", instead="acompact_messages(...)"
+    )
     return cast("CompactedMessages[M]", job.finish(texts))
 
 
@@ -180,12 +175,7 @@ async def acompact_messages[M: Message](
         protected_recent_turns, keep_first, keep_recent_results, priority, pin,
         max_result_tokens,
     )  # fmt: skip
-    texts: dict[str, str] = {}
-    for request, turns in job.calls():
-        text = job.summarize(request, turns)  # type: ignore[misc]
-        if isinstance(text, Awaitable):
-            text = await text
-        texts[request.group_id] = _text(request, text)
+    texts = await afulfil(job.calls(), job.summarize, owner="compact_messages")
     return cast("CompactedMessages[M]", job.finish(texts))
 
 
@@ -295,10 +285,58 @@ class _Job:
             )
 
 
-def _text(request: SummarizationRequest, text: object) -> str:
+type Calls = Sequence[tuple[SummarizationRequest, Sequence[TranscriptTurn]]]
+
+
+def fulfil(calls: Calls, summarize: object, *, owner: str, instead: str) -> dict[str, str]:
+    """Return each request's summary from a synchronous ``summarize``, by group id.
+
+    Raises:
+        ValidationError: for an async ``summarize`` (saying to call ``instead``; no coroutine is
+            left unawaited) or a text that is not a string.
+        SummaryMissing: if a summary is planned and there is no ``summarize``.
+    """
+    texts: dict[str, str] = {}
+    for request, turns in calls:
+        text = _asked(summarize, request, turns, owner)
+        if isinstance(text, Awaitable):
+            if isinstance(text, Coroutine):
+                text.close()  # never awaited: close it, so no warning is left behind
+            raise ValidationError(
+                f"{owner}: summarize is async; call await {instead}",
+                details={"field": "summarize"},
+            )
+        texts[request.group_id] = _text(owner, request, text)
+    return texts
+
+
+async def afulfil(calls: Calls, summarize: object, *, owner: str) -> dict[str, str]:
+    """Return each request's summary, awaiting an async ``summarize``; as ``fulfil``."""
+    texts: dict[str, str] = {}
+    for request, turns in calls:
+        text = _asked(summarize, request, turns, owner)
+        if isinstance(text, Awaitable):
+            text = await text
+        texts[request.group_id] = _text(owner, request, text)
+    return texts
+
+
+def _asked(
+    summarize: object, request: SummarizationRequest, turns: Sequence[TranscriptTurn], owner: str
+) -> object:
+    if not callable(summarize):
+        raise SummaryMissing(
+            f"the policy planned a summary of group {request.group_id!r}, but {owner} has no "
+            "summarize",
+            details={"group_id": request.group_id, "missing_group_ids": [request.group_id]},
+        )
+    return summarize(request, tuple(turns))
+
+
+def _text(owner: str, request: SummarizationRequest, text: object) -> str:
     if not isinstance(text, str):
         raise ValidationError(
-            f"compact_messages: summarize returned {type(text).__name__} for group "
+            f"{owner}: summarize returned {type(text).__name__} for group "
             f"{request.group_id!r}, not a string",
             details={"field": "summarize", "group_id": request.group_id},
         )

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from baseaicore import ValidationError
 
-from cutctx._core.errors import BudgetUnsatisfiable, SummaryMissing
+from cutctx._core.errors import BudgetUnsatisfiable
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.invariants import layout
 from cutctx._core.plan import CompactionPlan
@@ -29,7 +28,7 @@ from cutctx._core.values import (
     Role,
     Transcript,
 )
-from cutctx._loop.compact import is_prioritized, priority_policy
+from cutctx._loop.compact import afulfil, fulfil, is_prioritized, priority_policy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
@@ -57,57 +56,13 @@ class Pending:
     policy: CompactionPolicy
 
     def fulfil(self, summarize: Summarize | None) -> dict[str, str]:
-        """Return each request's summary, from a synchronous ``summarize``.
-
-        Raises:
-            ValidationError: for an async ``summarize`` (no coroutine is left unawaited) or a
-                text that is not a string.
-            SummaryMissing: if a summary is planned and there is no ``summarize``.
-        """
-        texts: dict[str, str] = {}
-        for request, turns in self.calls:
-            text = _asked(summarize, request, turns)
-            if isinstance(text, Awaitable):
-                if isinstance(text, Coroutine):
-                    text.close()  # never awaited: close it, so no warning is left behind
-                raise ValidationError(
-                    "ContextWindow: summarize is async; call await window.aprepare(history)",
-                    details={"field": "summarize"},
-                )
-            texts[request.group_id] = _text(request, text)
-        return texts
+        """Return each request's summary, from a synchronous ``summarize`` (see ``fulfil``)."""
+        owner = "ContextWindow"
+        return fulfil(self.calls, summarize, owner=owner, instead="window.aprepare(history)")
 
     async def afulfil(self, summarize: Summarize | None) -> dict[str, str]:
-        """Return each request's summary, awaiting an async ``summarize``; as ``fulfil``."""
-        texts: dict[str, str] = {}
-        for request, turns in self.calls:
-            text = _asked(summarize, request, turns)
-            if isinstance(text, Awaitable):
-                text = await text
-            texts[request.group_id] = _text(request, text)
-        return texts
-
-
-def _asked(
-    summarize: Summarize | None, request: SummarizationRequest, turns: tuple[TranscriptTurn, ...]
-) -> object:
-    if summarize is None:
-        raise SummaryMissing(
-            f"the policy planned a summary of group {request.group_id!r}, but the window "
-            "has no summarize",
-            details={"group_id": request.group_id, "missing_group_ids": [request.group_id]},
-        )
-    return summarize(request, turns)
-
-
-def _text(request: SummarizationRequest, text: object) -> str:
-    if not isinstance(text, str):
-        raise ValidationError(
-            f"ContextWindow: summarize returned {type(text).__name__} for group "
-            f"{request.group_id!r}, not a string",
-            details={"field": "summarize", "group_id": request.group_id},
-        )
-    return text
+        """Return each request's summary, awaiting an async ``summarize``."""
+        return await afulfil(self.calls, summarize, owner="ContextWindow")
 
 
 def stages_of(policy: CompactionPolicy) -> tuple[CompactionPolicy, ...]:
