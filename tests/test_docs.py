@@ -6,6 +6,7 @@ one namespace, top to bottom, so a guide can build on its earlier examples.
 
 from __future__ import annotations
 
+import asyncio
 import doctest
 import importlib
 import os
@@ -14,11 +15,15 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 import cutctx
 from tests.cli.test_console_script import console_script
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
@@ -26,6 +31,23 @@ MODULES = sorted(info.name for info in pkgutil.walk_packages(cutctx.__path__, pr
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
+@pytest.fixture
+def event_loop_of_its_own() -> Iterator[None]:
+    """Run a document on an event loop of its own, closed after it.
+
+    The frameworks' synchronous runners (integrations.md) leave the thread's current loop open;
+    a later ``asyncio.run`` (a docstring example) would orphan it, and it would warn when
+    collected.
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield
+    asyncio.set_event_loop(None)
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
+
+
+@pytest.mark.usefixtures("event_loop_of_its_own")
 @pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_markdown_examples_run_as_written(path: Path) -> None:
     result = doctest.testfile(str(path), module_relative=False, optionflags=FLAGS, verbose=False)
