@@ -27,12 +27,14 @@ from openai.types.responses import (
     ResponseOutputItem,
     ResponseOutputMessage,
     ResponseOutputText,
+    ResponseReasoningItem,
 )
 
 from cutctx import (
     CompactedMessages,
     CompactionBudget,
     CompactionExecutor,
+    ContextWindow,
     DropOldestPolicy,
     ObservationMaskingPolicy,
     compact_messages,
@@ -152,9 +154,10 @@ class TestChatCompletions:
         )
         assert done.messages == chat_history()
 
-    def test_a_non_message_is_a_type_error_and_refused(self) -> None:
+    def test_a_non_message_is_refused(self) -> None:
+        # Any message type type-checks (a custom Format's own); the format refuses a non-message.
         with pytest.raises(ValidationError, match=r"messages\[0\]: the message must be an object"):
-            compact_messages([1], max_tokens=60, format="openai_chat")  # type: ignore[type-var]
+            compact_messages([1], max_tokens=60, format="openai_chat")
 
     def test_the_result_does_not_assign_to_another_providers_list(self) -> None:
         done = compact_messages(chat_history(), max_tokens=10_000, format="openai_chat")
@@ -254,3 +257,46 @@ class TestResponses:
         items = openai_responses.from_transcript(transcript, binding)
         assert items == [{"role": "user", "content": "hi"}]
         assert plan.budget_unmet is False
+
+
+class TestWindowOfSdkObjects:
+    def test_a_window_continues_after_an_sdk_output_item_and_a_reasoning_item(self) -> None:
+        # history += response.output: the window reads the last item it holds, an SDK object,
+        # to learn whether the next items change its turns (a reasoning item's do).
+        reasoning = ResponseReasoningItem(id="rs_1", type="reasoning", summary=[])
+        answer = ResponseOutputMessage(
+            id="msg_1",
+            type="message",
+            role="assistant",
+            status="completed",
+            content=[ResponseOutputText(type="output_text", text="Cache key.", annotations=[])],
+        )
+        window = ContextWindow("openai_responses", max_tokens=1_000)
+        history: list[ResponseInputItemParam | ResponseOutputItem] = [
+            {"role": "user", "content": "What changed?"},
+            reasoning,
+        ]
+        assert window.prepare(history) == history
+        history = [*history, answer]
+        assert window.prepare(history) == history
+        history = [*history, {"role": "user", "content": "Thanks."}]
+        assert window.prepare(history) == history
+        assert window.stats.resets == 0
+
+    def test_an_anthropic_message_object_may_precede_new_messages(self) -> None:
+        reply = Message(
+            id="msg_1",
+            type="message",
+            role="assistant",
+            model="claude",
+            content=[TextBlock(type="text", text="Cache key.")],
+            stop_reason="end_turn",
+            stop_sequence=None,
+            usage=Usage(input_tokens=1, output_tokens=1),
+        )
+        window = ContextWindow("anthropic", max_tokens=1_000)
+        history: list[object] = [{"role": "user", "content": "What changed?"}, reply]
+        window.prepare(history)
+        more = [*history, {"role": "user", "content": "Thanks."}]
+        assert window.prepare(more)[-1] == {"role": "user", "content": "Thanks."}
+        assert window.stats.resets == 0

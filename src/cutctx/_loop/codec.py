@@ -25,7 +25,7 @@ from cutctx._loop.fingerprint import Fingerprint
 from cutctx._loop.ledger import REQUEST_TURN_ID
 from cutctx._loop.settings import Settings
 from cutctx._policies.draft import estimator_marks
-from cutctx.formats import NAMES, resolve
+from cutctx.formats import resolve
 from cutctx.formats._common import PRIORITY_KEY, STICKY_KEY
 
 if TYPE_CHECKING:
@@ -239,8 +239,13 @@ def _check_given(data: dict[str, Any], given: dict[str, Any], fmt: object) -> No
     ratio, tokenizer = data["estimator"]
     if tokenizer is not None and given["estimator"] is None:
         raise _missing("estimator", f"the state was priced by {tokenizer!r}")
-    if data["format"] not in NAMES and fmt is None:
-        raise _missing("format", f"the state is of the custom format {data['format']!r}")
+    if fmt is None:
+        try:
+            resolve(data["format"])  # a built-in format, or a framework's, by its name
+        except ValidationError:
+            raise _missing(
+                "format", f"the state is of the custom format {data['format']!r}"
+            ) from None
     del ratio
 
 

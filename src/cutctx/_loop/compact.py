@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactionReport
     from cutctx._core.values import SummarizationRequest, TranscriptTurn
-    from cutctx.formats._common import Message
 
 __all__ = [
     "SUMMARY_PROMPT_ID",
@@ -70,7 +69,7 @@ class CompactedMessages[M]:
     plan: CompactionPlan
 
 
-def compact_messages[M: Message](
+def compact_messages[M](
     messages: Sequence[M],
     *,
     max_tokens: int,
@@ -136,7 +135,7 @@ def compact_messages[M: Message](
     return cast("CompactedMessages[M]", job.finish(texts))
 
 
-async def acompact_messages[M: Message](
+async def acompact_messages[M](
     messages: Sequence[M],
     *,
     max_tokens: int,

@@ -162,6 +162,13 @@ def _nested(value: object) -> object:
     return value
 
 
+def field_of(message: object, key: str) -> object:
+    """Return a message's field ``key``: a mapping's item, or an SDK object's attribute."""
+    if isinstance(message, Mapping):
+        return message.get(key)
+    return getattr(message, key, None)
+
+
 def is_empty(content: object) -> bool:
     """Whether a message's ``content`` is missing: ``None``, an empty string or an empty list."""
     return content is None or (isinstance(content, str | list | tuple) and not content)

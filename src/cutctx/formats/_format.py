@@ -88,15 +88,16 @@ class Format[M](ABC):
         *,
         estimator: TokenEstimator,
         offset: int = 0,
-        follows: Mapping[str, Any] | None = None,
+        follows: M | None = None,
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> Scanned[M]:
         """Read ``messages``, which come after ``offset`` earlier ones of the same history.
 
         Turn ids and part indices count from ``offset``; ``follows`` is the message before
-        them as ``scan`` sent it (``None`` at the start of a history), for the rules that span
-        a boundary. ``priority`` and ``pin`` are called with history indices.
+        them, as the caller holds it (a dict or an SDK object; ``None`` at the start of a
+        history), for the rules that span a boundary. ``priority`` and ``pin`` are called
+        with history indices.
 
         Raises:
             ValidationError: for a message the provider would refuse, naming its history index.
@@ -158,7 +159,7 @@ class Format[M](ABC):
         read = system_text(self.name, system, pricer)
         return () if read is None else (system_turn(read[0], read[1] + pricer.role("system")),)
 
-    def settled(self, message: Mapping[str, Any]) -> bool:
+    def settled(self, message: M) -> bool:
         """Whether ``message``, last in a history, keeps its turns when more messages come."""
         del message
         return True

@@ -108,7 +108,7 @@ class ViaChat[M](Format[M]):
         *,
         estimator: TokenEstimator,
         offset: int = 0,
-        follows: Mapping[str, Any] | None = None,
+        follows: M | None = None,
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> Scanned[M]:

@@ -41,6 +41,7 @@ from cutctx.formats._common import (
     check_messages,
     collect,
     fail,
+    field_of,
     is_empty,
     joined,
     read_marks,
@@ -159,7 +160,7 @@ class _Anthropic(Format[Message]):
         *,
         estimator: TokenEstimator,
         offset: int = 0,
-        follows: Mapping[str, Any] | None = None,
+        follows: Message | None = None,
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> Scanned[Message]:
@@ -316,7 +317,7 @@ def _scan(
     *,
     strict: bool,
     offset: int = 0,
-    follows: Mapping[str, Any] | None = None,
+    follows: Message | None = None,
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> tuple[Scanned[Message], int]:
@@ -333,7 +334,8 @@ def _scan(
     parts: dict[str, Part] = {}
     pending: list[str] = []
     opener, key = -1, ""
-    previous = None if follows is None else follows.get("role")
+    role = None if follows is None else field_of(follows, "role")
+    previous = role if isinstance(role, str) else None
     seen: dict[str, int] = {}  # every tool use id -> the message that made it
     last = offset + len(items) - 1
     for index, message in enumerate(items, offset):

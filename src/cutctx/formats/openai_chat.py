@@ -121,7 +121,7 @@ class _OpenAIChat(Format[Message]):
         *,
         estimator: TokenEstimator,
         offset: int = 0,
-        follows: Mapping[str, Any] | None = None,
+        follows: Message | None = None,
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> Scanned[Message]:

@@ -33,6 +33,7 @@ from cutctx.formats._common import (
     check_messages,
     collect,
     fail,
+    field_of,
     is_empty,
     joined,
     openai_image_tokens,
@@ -111,7 +112,7 @@ class _OpenAIResponses(Format[Message]):
         *,
         estimator: TokenEstimator,
         offset: int = 0,
-        follows: Mapping[str, Any] | None = None,
+        follows: Message | None = None,
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> Scanned[Message]:
@@ -144,9 +145,9 @@ class _OpenAIResponses(Format[Message]):
             return [], tokens  # the whole item is reasoning
         return [], 0
 
-    def settled(self, message: Mapping[str, Any]) -> bool:
+    def settled(self, message: Message) -> bool:
         # A trailing reasoning item joins the exchange of the item after it.
-        return message.get("type") != "reasoning"
+        return field_of(message, "type") != "reasoning"
 
     def render(
         self, view: Transcript | CompactedTranscript, binding: Binding[Message]

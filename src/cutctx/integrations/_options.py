@@ -53,6 +53,8 @@ class WindowOptions(TypedDict, total=False):
     cache_breakpoints: bool
     priority: Callable[[int, dict[str, Any]], int] | None
     pin: Callable[[int, dict[str, Any]], bool] | None
+    max_result_tokens: float | int | None
+    recall: bool
 
 
 class Options:
