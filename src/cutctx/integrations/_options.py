@@ -8,7 +8,7 @@ and the callables a window state cannot hold are given again to ``from_state``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, TypedDict
+from typing import TYPE_CHECKING, Any, Final, Self, TypedDict, Unpack, cast
 
 from baseaicore import ValidationError
 
@@ -19,9 +19,11 @@ if TYPE_CHECKING:
 
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
     from cutctx._core.values import SummarizationRequest, TranscriptTurn
+    from cutctx._loop.compact import CompactedMessages
+    from cutctx._loop.request import WindowStats
     from cutctx.formats import Format
 
-__all__ = ["Options", "WindowOptions"]
+__all__ = ["HeldWindow", "Options", "WindowOptions"]
 
 # The window's constructor and from_state take a Format object and format= (the loop rebuild);
 # called through these names so the calls check against either signature.
@@ -94,3 +96,50 @@ class Options:
         given = {name: self.options.get(name) for name in _CALLABLES}
         read = dict(state) if isinstance(state, Mapping) else state
         return _RESTORE(read, format=self.fmt, **given)
+
+
+class HeldWindow:
+    """What an integration that holds one conversation's window shows of it, and its state.
+
+    The class it is mixed into sets ``_options`` and ``_window`` and takes ``(max_tokens,
+    **window_options)``.
+    """
+
+    __slots__ = ()
+    _options: Options
+    _window: ContextWindow
+
+    @property
+    def window(self) -> ContextWindow:
+        """The conversation's window (its ``stats``, ``last`` compaction and ``system``)."""
+        return self._window
+
+    @property
+    def stats(self) -> WindowStats:
+        """The window's ``stats``: requests, compactions, resets, the stable prefix."""
+        return self._window.stats
+
+    @property
+    def last(self) -> CompactedMessages[Any] | None:
+        """The window's latest compaction (its request, report and plan), if any."""
+        return self._window.last
+
+    def state(self) -> dict[str, Any]:
+        """Return the window's ``state()``: JSON data, for ``from_state`` in another process."""
+        return self._window.state()
+
+    @classmethod
+    def from_state(
+        cls, state: Mapping[str, Any], max_tokens: int, **window_options: Unpack[WindowOptions]
+    ) -> Self:
+        """Return the integration that continues ``state``, given the same options again.
+
+        The callables (``estimator``, ``summarize``, ``policy``, ``priority``, ``pin``) must be
+        the ones the state was made with; the rest of the window's settings travel in the state.
+
+        Raises:
+            ValidationError: for a state that is not a window's, or callables it was not made with.
+        """
+        made: Any = cast("Any", cls)(max_tokens, **window_options)  # the class mixed into
+        made._window = made._options.restore(state)
+        return cast("Self", made)

@@ -28,20 +28,17 @@ except ImportError as missing:  # the extra is not installed: say which one
     ) from missing
 
 from cutctx.formats import OPENAI_RESPONSES
-from cutctx.integrations._options import Options, WindowOptions
+from cutctx.integrations._options import HeldWindow, Options, WindowOptions
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
 
     from agents.run_config import CallModelData
 
-    from cutctx._loop.compact import CompactedMessages
-    from cutctx._loop.window import ContextWindow, WindowStats
 
 __all__ = ["ContextWindowFilter"]
 
 
-class ContextWindowFilter:
+class ContextWindowFilter(HeldWindow):
     """Compact the input items of every model call of one Agents SDK conversation.
 
     ``max_tokens`` and ``window_options`` are ``ContextWindow``'s (``compact_at``,
@@ -68,38 +65,3 @@ class ContextWindowFilter:
             self._window = self._options.new(given.instructions)
         items = await self._window.aprepare(given.input)
         return ModelInputData(input=items, instructions=given.instructions)
-
-    @property
-    def window(self) -> ContextWindow:
-        """The conversation's window (its ``stats``, ``last`` compaction and ``system``)."""
-        return self._window
-
-    @property
-    def stats(self) -> WindowStats:
-        """The window's ``stats``: requests, compactions, resets, the stable prefix."""
-        return self._window.stats
-
-    @property
-    def last(self) -> CompactedMessages[Any] | None:
-        """The window's latest compaction (its request, report and plan), if any."""
-        return self._window.last
-
-    def state(self) -> dict[str, Any]:
-        """Return the window's ``state()``: JSON data, for ``from_state`` in another process."""
-        return self._window.state()
-
-    @classmethod
-    def from_state(
-        cls, state: Mapping[str, Any], max_tokens: int, **window_options: Unpack[WindowOptions]
-    ) -> ContextWindowFilter:
-        """Return the filter that continues ``state``, given the same options again.
-
-        The callables (``estimator``, ``summarize``, ``policy``, ``priority``, ``pin``) must be
-        the ones the state was made with; the rest of the window's settings travel in the state.
-
-        Raises:
-            ValidationError: for a state that is not a window's, or callables it was not made with.
-        """
-        made = cls(max_tokens, **window_options)
-        made._window = made._options.restore(state)
-        return made

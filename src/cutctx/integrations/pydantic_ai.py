@@ -27,22 +27,19 @@ except ImportError as missing:  # the extra is not installed: say which one
     ) from missing
 
 from cutctx.formats.pydantic_ai import PYDANTIC_AI
-from cutctx.integrations._options import Options, WindowOptions
+from cutctx.integrations._options import HeldWindow, Options, WindowOptions
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
 
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.tools import RunContext
 
-    from cutctx._loop.compact import CompactedMessages
-    from cutctx._loop.window import ContextWindow, WindowStats
 
 __all__ = ["ContextWindowProcessor"]
 
 
-class ContextWindowProcessor(AbstractCapability[Any]):
+class ContextWindowProcessor(HeldWindow, AbstractCapability[Any]):
     """Compact the messages of every model request of one Pydantic AI conversation.
 
     ``max_tokens`` and ``window_options`` are ``ContextWindow``'s (``compact_at``,
@@ -77,38 +74,3 @@ class ContextWindowProcessor(AbstractCapability[Any]):
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """Return the window's request for ``messages`` (a history processor's signature)."""
         return self._window.prepare(messages)
-
-    @property
-    def window(self) -> ContextWindow:
-        """The conversation's window (its ``stats``, ``last`` compaction and ``system``)."""
-        return self._window
-
-    @property
-    def stats(self) -> WindowStats:
-        """The window's ``stats``: requests, compactions, resets, the stable prefix."""
-        return self._window.stats
-
-    @property
-    def last(self) -> CompactedMessages[Any] | None:
-        """The window's latest compaction (its request, report and plan), if any."""
-        return self._window.last
-
-    def state(self) -> dict[str, Any]:
-        """Return the window's ``state()``: JSON data, for ``from_state`` in another process."""
-        return self._window.state()
-
-    @classmethod
-    def from_state(
-        cls, state: Mapping[str, Any], max_tokens: int, **window_options: Unpack[WindowOptions]
-    ) -> ContextWindowProcessor:
-        """Return the processor that continues ``state``, given the same options again.
-
-        The callables (``estimator``, ``summarize``, ``policy``, ``priority``, ``pin``) must be
-        the ones the state was made with; the rest of the window's settings travel in the state.
-
-        Raises:
-            ValidationError: for a state that is not a window's, or callables it was not made with.
-        """
-        made = cls(max_tokens, **window_options)
-        made._window = made._options.restore(state)
-        return made
