@@ -31,7 +31,6 @@ from cutctx.formats import OPENAI_RESPONSES
 from cutctx.integrations._options import HeldWindow, Options, WindowOptions
 
 if TYPE_CHECKING:
-
     from agents.run_config import CallModelData
 
 

@@ -30,7 +30,6 @@ from cutctx.formats.pydantic_ai import PYDANTIC_AI
 from cutctx.integrations._options import HeldWindow, Options, WindowOptions
 
 if TYPE_CHECKING:
-
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.tools import RunContext
