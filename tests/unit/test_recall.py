@@ -236,6 +236,19 @@ class TestContextWindowRecallTool:
 
 
 class TestContextWindowRecall:
+    def test_a_restored_window_asked_before_it_saw_its_history_says_so(self) -> None:
+        made = window("openai_chat")
+        text = numbered(400)
+        history = [{"role": "user", "content": TASK}, *call("openai_chat", "c", text)]
+        made.prepare(history)
+        restored = ContextWindow.from_state(json.loads(json.dumps(made.state())))
+        first = restored.recall({"sha256": sha256_of(text)})
+        assert "call prepare(history) first" in first
+        restored.prepare(history)
+        assert restored.recall({"sha256": sha256_of(text)}) == made.recall(
+            {"sha256": sha256_of(text)}
+        )
+
     @pytest.mark.parametrize("fmt", NAMES)
     def test_every_stub_and_elision_line_reads_back_its_original_exactly(
         self, fmt: FormatName
@@ -435,6 +448,12 @@ class TestContextWindowRecall:
 
 
 class TestRecall:
+    def test_a_page_of_no_tokens_is_refused(self) -> None:
+        text = numbered(20)
+        history = [{"role": "user", "content": TASK}, *call("openai_chat", "c", text)]
+        with pytest.raises(ValidationError, match="at least 1"):
+            recall(history, {"sha256": sha256_of(text)}, format="openai_chat", max_tokens=0)
+
     @pytest.mark.parametrize("fmt", NAMES)
     def test_answers_from_the_history_as_the_window_does(self, fmt: FormatName) -> None:
         made = window(fmt)

@@ -13,6 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from baseaicore import ValidationError
+
 from cutctx._core.digest import json_string_digest
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.excerpts import page
@@ -95,9 +97,13 @@ class RecallIndex:
         self.texts: dict[str, str] = {}
         self.complete = complete
 
-    def add(self, turns: Iterable[TranscriptTurn]) -> None:
-        """Index the tool results among ``turns`` (all that were missing, if it lacked any)."""
+    def fill(self, turns: Iterable[TranscriptTurn]) -> None:
+        """Index the tool results among ``turns``, every one the window holds: now complete."""
+        self.add(turns)
         self.complete = True
+
+    def add(self, turns: Iterable[TranscriptTurn]) -> None:
+        """Index the tool results among ``turns``."""
         texts = self.texts
         for turn in turns:
             if turn.role is Role.TOOL:
@@ -130,11 +136,24 @@ class RecallIndex:
 
 
 def answer(
-    index: RecallIndex | None, arguments: object, fmt: Format[Any], settings: Settings
+    index: RecallIndex | None,
+    arguments: object,
+    fmt: Format[Any],
+    settings: Settings,
+    *,
+    unseen: bool = False,
 ) -> str:
-    """Answer a window's recall call from its ``index`` (``None``: recall is off)."""
+    """Answer a window's recall call from its ``index`` (``None``: recall is off).
+
+    ``unseen``: the window was restored and has not been handed its history yet.
+    """
     if index is None:
         return f"[{RECALL_TOOL}: recall is off for this window (ContextWindow(recall=True))]"
+    if unseen:
+        return (
+            f"[{RECALL_TOOL}: this window was restored from a state and has not seen its "
+            "history yet: call prepare(history) first, or cutctx.recall(history, ...)]"
+        )
     cap = settings.cap or DEFAULT_PAGE_TOKENS
     return index.answer(arguments, fmt=fmt, estimator=settings.estimator, cap=cap)
 
@@ -176,6 +195,10 @@ def recall(
     """
     fmt = resolve(format, owner="recall")
     cap = check_count("recall", "max_tokens", max_tokens)
+    if cap < 1:
+        raise ValidationError(
+            f"recall: max_tokens must be at least 1, got {cap}", details={"field": "max_tokens"}
+        )
     chosen = CharRatioEstimator() if estimator is None else estimator
     transcript, _ = fmt.to_transcript(messages, estimator=chosen)
     index = RecallIndex()

@@ -174,10 +174,11 @@ class ContextWindow:
         one). Every tool result the window has seen can be read, dropped ones included. A bad
         argument or an unknown digest gives back a one-line explanation, never an exception.
         """
-        if self._recall is not None and not self._recall.complete:
+        unseen = self._saved is not None and not self._saved.resumed
+        if self._recall is not None and not self._recall.complete and not unseen:
             self._warm(self._ledger.seen)  # restored from a state: read the old messages once
-            self._recall.add(self._ledger.turns)
-        return answer(self._recall, arguments, self._format, self._settings)
+            self._recall.fill(self._ledger.turns)
+        return answer(self._recall, arguments, self._format, self._settings, unseen=unseen)
 
     def prepare[M](self, history: Sequence[M]) -> list[M]:
         """Return the messages to send now for ``history``; see the class docstring.
