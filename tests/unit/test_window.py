@@ -1275,3 +1275,31 @@ class TestFormatObjects:
         with pytest.raises(ValidationError, match="openai-chat") as caught:
             ContextWindow("openai-chat", max_tokens=3000)  # type: ignore[arg-type]
         assert caught.value.details["field"] == "format"
+
+
+class TestAFailedStep:
+    def test_a_step_whose_summarize_fails_leaves_the_window_to_send_the_same_request_again(
+        self,
+    ) -> None:
+        failures = [RuntimeError("the summarizer is down")]
+
+        def flaky(_request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+            if failures:
+                raise failures.pop()
+            return f"{len(turns)} turns, summarized"
+
+        def steady(_request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+            return f"{len(turns)} turns, summarized"
+
+        window = ContextWindow("openai_chat", max_tokens=3000, keep_first=1, summarize=flaky)
+        whole = ContextWindow("openai_chat", max_tokens=3000, keep_first=1, summarize=steady)
+        failed = False
+        for history in session("openai_chat", 60):
+            expected = whole.prepare(history)
+            try:
+                got = window.prepare(history)
+            except RuntimeError:
+                failed = True
+                got = window.prepare(history)  # the same history again, the summarizer back
+            assert got == expected
+        assert failed, "the session must compact with a summary"

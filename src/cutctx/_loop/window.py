@@ -259,6 +259,9 @@ class ContextWindow:
         if ledger.matching(history) < ledger.count:
             self._reset()
         self._resettle(history)
+        if self._request.held != ledger.count:  # a step that failed after holding its messages
+            self._warm(history)
+            self._request.tail, self._request.tokens = False, self._tokens()
         read = ledger.read(history, ledger.count) if len(history) > ledger.count else None
         excerpts = excerpts_of(read, self._settings)
         new = () if read is None else read.turns
@@ -345,12 +348,10 @@ class ContextWindow:
             # was masked or removed, so the new ones may merge or need an opener), or when a
             # new result is excerpted: render, and a step that excerpts records its plan.
             self._warm(history)
-            if not excerpts:
-                self._render(previous, compacted=False)
-                return
-            plan, report = self._adopt(self._decisions, self._planned_by)
+            made = self._adopt(self._decisions, self._planned_by) if excerpts else None
             self._render(previous, compacted=False)
-            self._record(plan, report)
+            if made is not None:
+                self._record(*made)
             return
         stable = sum(request.costs)
         if read is not None:
@@ -386,8 +387,7 @@ class ContextWindow:
         self._render(self._previous(), compacted=True)
         self._record(plan, report)
 
-    def _record(self, plan: CompactionPlan, report: CompactionReport) -> None:
-        """Make the plan over the history, with the request just rendered, the latest one."""
+    def _record(self, plan: CompactionPlan, report: CompactionReport) -> None:  # the latest
         self._last = CompactedMessages(list(self._request.messages), report, plan)
         self._last_count = self._ledger.count
 
