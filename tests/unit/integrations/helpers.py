@@ -12,12 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-import pytest
-from baseaicore import ValidationError
-
-from cutctx import ContextWindow
-from cutctx.formats import OPENAI_CHAT
-
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
@@ -48,33 +42,6 @@ def call_id(step: int) -> str:
 def step_of(call: str) -> int:
     """The step a call id names (the scripted models answer the last result's step + 1)."""
     return int(call.removeprefix("call_"))
-
-
-def _rebuilt_window() -> bool:
-    """Whether ``ContextWindow`` takes a ``Format`` object and recognises a history by content.
-
-    The integrations rely on both (and on ``from_state(..., format=)``); the window of the loop
-    rebuild brings them.
-    """
-    make: Callable[..., ContextWindow] = ContextWindow
-    restore: Callable[..., ContextWindow] = ContextWindow.from_state
-    try:
-        window = make(OPENAI_CHAT, max_tokens=100)
-        window.prepare([{"role": "user", "content": "a"}])
-        window.prepare([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])
-        restore(window.state(), format=OPENAI_CHAT, estimator=None, priority=None, pin=None)
-    except (ValidationError, TypeError):
-        return False
-    return window.stats.resets == 0
-
-
-REBUILT_WINDOW: Final = _rebuilt_window()
-needs_rebuilt_window = pytest.mark.xfail(
-    not REBUILT_WINDOW,
-    reason="needs the rebuilt ContextWindow: Format objects, histories recognised by content",
-    strict=True,
-)
-"""For a test that drives a window: it fails (strictly expected) until the window takes formats."""
 
 
 @dataclass

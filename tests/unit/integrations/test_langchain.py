@@ -37,7 +37,6 @@ from tests.unit.integrations.helpers import (
     TASK,
     Audit,
     call_id,
-    needs_rebuilt_window,
     output,
     step_of,
 )
@@ -179,7 +178,6 @@ def run(*, asynchronous: bool = False) -> tuple[list[list[BaseMessage]], dict[st
 
 
 class TestContextWindowMiddleware:
-    @needs_rebuilt_window
     def test_a_long_session_sends_valid_fitting_requests_that_keep_their_prefix(self) -> None:
         requests, state = run()
         assert len(requests) == STEPS + 1
@@ -187,7 +185,6 @@ class TestContextWindowMiddleware:
         assert all(request[0] == SystemMessage(SYSTEM) for request in requests)
         assert window_of(state).stats.compactions >= MIN_COMPACTIONS
 
-    @needs_rebuilt_window
     def test_the_graph_state_keeps_every_original_message(self) -> None:
         _, state = run()
         messages = state["messages"]
@@ -196,11 +193,9 @@ class TestContextWindowMiddleware:
         assert [result.content for result in results] == [output(step) for step in range(STEPS)]
         assert messages[-1].content == ANSWER
 
-    @needs_rebuilt_window
     def test_ainvoke_sends_the_same_requests_as_invoke(self) -> None:
         assert bare(run(asynchronous=True)[0]) == bare(run()[0])
 
-    @needs_rebuilt_window
     def test_a_run_that_failed_resumes_from_its_checkpoint_with_the_same_requests(self) -> None:
         uninterrupted, _ = run()
         saver = InMemorySaver()
@@ -215,7 +210,6 @@ class TestContextWindowMiddleware:
         assert bare(failing.requests[:59]) == bare(uninterrupted[:59])
         assert bare(resumed.requests) == bare(uninterrupted[59:])
 
-    @needs_rebuilt_window
     def test_threads_keep_their_own_windows_on_one_middleware(self) -> None:
         middleware = ContextWindowMiddleware(MAX_TOKENS, keep_first=1)
         shared = ScriptedChatModel(steps=12)
@@ -230,7 +224,6 @@ class TestContextWindowMiddleware:
         assert bare(thread_a) == bare(alone.requests)
         assert bare(shared.requests[13:26]) == bare(alone.requests[:13])
 
-    @needs_rebuilt_window
     def test_a_state_stored_as_json_text_is_continued(self) -> None:
         model = ScriptedChatModel(steps=6)
         graph = agent(model, ContextWindowMiddleware(MAX_TOKENS, keep_first=1))
@@ -241,7 +234,6 @@ class TestContextWindowMiddleware:
         assert len(model.requests) == 14
         assert bare(model.requests)[-1][1] == HumanMessage(TASK)
 
-    @needs_rebuilt_window
     @pytest.mark.parametrize(
         ("system", "priced"),
         [
@@ -263,7 +255,6 @@ class TestContextWindowMiddleware:
         assert window_of({STATE_KEY: saved}).system == priced
         assert all(count_tokens(request) <= 2_000 for request in model.requests)
 
-    @needs_rebuilt_window
     def test_many_threads_keep_at_most_a_few_windows_in_memory(self) -> None:
         middleware = ContextWindowMiddleware(MAX_TOKENS)
         graph = agent(ScriptedChatModel(steps=1), middleware)
@@ -277,12 +268,10 @@ class TestContextWindowMiddleware:
                 ContextWindowMiddleware(MAX_TOKENS, **{name: "x"})  # type: ignore[arg-type]
             assert caught.value.details == {"field": name}
 
-    @needs_rebuilt_window
     def test_a_bad_window_option_is_refused_when_the_middleware_is_made(self) -> None:
         with pytest.raises(ValidationError, match="compact_to"):
             ContextWindowMiddleware(MAX_TOKENS, compact_at=0.5, compact_to=0.9)
 
-    @needs_rebuilt_window
     def test_it_keeps_its_state_under_one_private_key(self) -> None:
         schema = ContextWindowMiddleware.state_schema
         assert STATE_KEY in schema.__annotations__

@@ -25,7 +25,6 @@ from tests.unit.integrations.helpers import (
     TASK,
     Audit,
     call_id,
-    needs_rebuilt_window,
     output,
     step_of,
 )
@@ -106,7 +105,6 @@ def audit(scripted: ScriptedModel) -> Audit[Any]:
 
 
 class TestContextWindowFilter:
-    @needs_rebuilt_window
     def test_a_long_session_sends_valid_fitting_requests_that_keep_their_prefix(self) -> None:
         scripted, window, _ = session()
         assert len(scripted.calls) == STEPS + 2
@@ -114,19 +112,16 @@ class TestContextWindowFilter:
         assert window.stats.compactions >= MIN_COMPACTIONS
         assert window.stats.resets == 0  # the SDK's rebuilt items are the same history
 
-    @needs_rebuilt_window
     def test_the_instructions_are_sent_unchanged(self) -> None:
         scripted, window, _ = session()
         assert {call.system_instructions for call in scripted.calls} == {SYSTEM}
         assert window.window.system == SYSTEM
 
-    @needs_rebuilt_window
     def test_the_conversation_keeps_every_original_item(self) -> None:
         _, _, items = session()
         outputs = [item["output"] for item in items if item.get("type") == "function_call_output"]
         assert outputs == [output(step) for step in range(STEPS)]
 
-    @needs_rebuilt_window
     def test_a_filter_restored_from_its_state_sends_the_same_requests(self) -> None:
         uninterrupted, _, _ = session()
         first, scripted = ContextWindowFilter(MAX_TOKENS, keep_first=1), model()
@@ -140,7 +135,6 @@ class TestContextWindowFilter:
         assert restored.last is not None
         assert restored.stats.requests == STEPS + 2
 
-    @needs_rebuilt_window
     def test_called_directly_it_returns_model_input_data(self) -> None:
         window = ContextWindowFilter(MAX_TOKENS)
         agent = Agent(name="coder", instructions="Be brief.")

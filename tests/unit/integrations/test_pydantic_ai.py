@@ -36,7 +36,6 @@ from tests.unit.integrations.helpers import (
     TASK,
     Audit,
     call_id,
-    needs_rebuilt_window,
     output,
     step_of,
 )
@@ -142,7 +141,6 @@ def stored(history: list[ModelMessage]) -> list[ModelMessage]:
 
 
 class TestContextWindowProcessor:
-    @needs_rebuilt_window
     def test_a_long_session_sends_valid_fitting_requests_that_keep_their_prefix(self) -> None:
         scripted, processor, _ = session()
         assert len(scripted.requests) == STEPS + 2
@@ -150,7 +148,6 @@ class TestContextWindowProcessor:
         assert processor.stats.compactions >= MIN_COMPACTIONS
         assert processor.stats.resets == 0
 
-    @needs_rebuilt_window
     def test_the_system_prompt_part_and_the_instructions_are_in_every_request(self) -> None:
         scripted, processor, _ = session()
         for request in scripted.requests:
@@ -161,7 +158,6 @@ class TestContextWindowProcessor:
         assert set(scripted.instructions) == {SYSTEM}
         assert processor.window.system == INSTRUCTIONS
 
-    @needs_rebuilt_window
     def test_the_run_history_keeps_every_original_message(self) -> None:
         _, _, history = session()
         returns = [
@@ -173,7 +169,6 @@ class TestContextWindowProcessor:
         ]
         assert [part.content for part in returns] == [output(step) for step in range(STEPS)]
 
-    @needs_rebuilt_window
     def test_a_processor_restored_from_its_state_sends_the_same_requests(self) -> None:
         uninterrupted, _, _ = session()
         first, scripted = ContextWindowProcessor(MAX_TOKENS, keep_first=1), Scripted()
@@ -184,7 +179,6 @@ class TestContextWindowProcessor:
         assert sent(scripted) == sent(uninterrupted)
         assert restored.last is not None
 
-    @needs_rebuilt_window
     def test_called_as_a_history_processor_it_returns_the_request(self) -> None:
         _, _, history = session()
         processor = ContextWindowProcessor(MAX_TOKENS, keep_first=1)
