@@ -10,14 +10,10 @@ of the assistant message): one exchange. ``thinking`` blocks, and server or MCP 
 their results, live inside their assistant turn, so they are kept or removed with it and never
 edited; a ``compaction`` block pins its message. Unknown blocks are carried through unchanged.
 
-The input must be a valid request: user first, then strict alternation, every ``tool_use``
-answered in the next message. ``from_transcript`` keeps the output valid: adjacent same-role
-messages are merged (their blocks concatenated), except that an assistant message holding
-thinking or compaction blocks is never merged behind another (they must stay first): a short
-user message, ``FILLER_TEXT``, goes between them, and before an assistant message that would
-open the conversation. The price of that filler is reserved in the estimates (on the ``system``
-turn and on every assistant turn with thinking or compaction), so a plan that fits still fits. See
-``docs/formats/anthropic.md`` for the pricing rules.
+The input must be a valid request (user first, strict alternation, every ``tool_use`` answered
+in the next message); ``from_transcript`` keeps the output valid by the rules of
+``_anthropic_order`` (merging, and ``FILLER_TEXT`` where a merge is not allowed), whose filler
+price is reserved in the estimates. See ``docs/formats/anthropic.md`` for the pricing rules.
 
 >>> transcript, binding = to_transcript([{"role": "user", "content": "hi"}], system="Be brief.")
 >>> transcript.turn_ids(), from_transcript(transcript, binding), binding.system
@@ -30,6 +26,14 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from cutctx._core.values import Role, Transcript, TranscriptTurn
+from cutctx.formats._anthropic_order import (
+    FILLER_TEXT,
+    THINKING,
+    alternate,
+    check_order,
+    check_unique,
+    place_breakpoint,
+)
 from cutctx.formats._common import (
     FILE_TOKENS,
     Binding,
@@ -42,7 +46,6 @@ from cutctx.formats._common import (
     collect,
     fail,
     field_of,
-    is_empty,
     joined,
     read_marks,
     render_content,
@@ -81,10 +84,6 @@ __all__ = [
 
 FORMAT: Final = "anthropic"
 
-FILLER_TEXT: Final = "(earlier turns were compacted)"
-"""The user message put before an assistant message that would otherwise open the output or
-follow another assistant message it cannot be merged with."""
-
 IMAGE_PIXELS_PER_TOKEN: Final = ANTHROPIC_IMAGE_PIXELS_PER_TOKEN
 """Anthropic prices an image at ``width * height / 750`` tokens (after scaling)."""
 
@@ -92,9 +91,6 @@ IMAGE_MAX_TOKENS: Final = ANTHROPIC_IMAGE_MAX_TOKENS
 """Anthropic scales larger images down to about this many tokens; an image whose size cannot be
 read (a URL or file source, a corrupt header) is priced at it."""
 
-_THINKING: Final = frozenset({"thinking", "redacted_thinking"})
-# Blocks that must open their message (after any thinking), so it is never merged behind another.
-_OPENERS: Final = _THINKING | {"compaction"}
 # Blocks that open a call: the client's tool_use, and the server-run and MCP tool uses whose
 # results the API puts in the same assistant message.
 _USES: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
@@ -198,7 +194,7 @@ class _Anthropic(Format[Message]):
                 message["content"] = content
             built.append((message, piece.cost, piece.index))
         filler = _reserve(Pricer.of(FORMAT, binding.estimator))
-        messages, costs, joined_ = _alternate(built, filler)
+        messages, costs, joined_ = alternate(built, filler)
         return Rendered(restore(binding, messages), costs, joined_)
 
     def count_tokens(
@@ -216,7 +212,7 @@ class _Anthropic(Format[Message]):
 
     def mark_cache(self, request: list[Message], stable: int, system: object) -> list[Message]:
         marked = list(request)
-        _place_breakpoint(cast("list[Any]", marked), stable, system)
+        place_breakpoint(cast("list[Any]", marked), stable, system)
         return marked
 
 
@@ -344,14 +340,14 @@ def _scan(
             hint = " (pass the system prompt as system=)" if role == "system" else ""
             raise fail(FORMAT, index, f"unknown role {shown(role)}{hint}", role=shown(role))
         if strict:
-            _check_order(index, role, previous, message.get("content"), last=index == last)
+            check_order(index, role, previous, message.get("content"), last=index == last)
         previous = role
         turn_id = f"m{index}"
         content = message.get("content")
         if role == "assistant":
             text, cost, ids, flags = _assistant(pricer, index, content, strict=strict)
             if strict:
-                _check_unique(index, ids, seen)
+                check_unique(index, ids, seen)
             if flags:  # thinking or compaction: a filler may have to go before it
                 cost += reserve
                 reserved += reserve
@@ -481,36 +477,6 @@ def _user(  # noqa: PLR0917 - one private call site
     return answered
 
 
-def _check_order(
-    index: int, role: str, previous: str | None, content: object, *, last: bool
-) -> None:
-    """Raise where the API refuses the message: opening, alternation and empty content."""
-    if previous is None and role != "user":
-        raise fail(FORMAT, index, "the conversation must open with a user message")
-    if role == previous:
-        raise fail(
-            FORMAT,
-            index,
-            f"two {role} messages in a row; merge them first (strict alternation)",
-        )
-    if is_empty(content) and not (last and role == "assistant"):
-        raise fail(FORMAT, index, f"a {role} message must have content")
-
-
-def _check_unique(index: int, ids: Mapping[str, list[str]], seen: dict[str, int]) -> None:
-    """Raise for a tool use id that an earlier message (or block) already used."""
-    for call_id in (call_id for group in ids.values() for call_id in group):
-        if call_id in seen:
-            raise fail(
-                FORMAT,
-                index,
-                f"the tool use id {call_id!r:.60} is used by two calls",
-                tool_use_id=call_id,
-                first_index=seen[call_id],
-            )
-        seen[call_id] = index
-
-
 def _assistant(
     pricer: Pricer, index: int, content: object, *, strict: bool
 ) -> tuple[str, int, dict[str, list[str]], set[str]]:
@@ -542,7 +508,7 @@ def _assistant(
                         "in the same message",
                         tool_use_id=call_id,
                     )
-            elif kind in _THINKING:
+            elif kind in THINKING:
                 flags.add("thinking")
             elif kind == "compaction":
                 flags.add("compaction")
@@ -631,101 +597,3 @@ def _search_result(
     source = text_field(FORMAT, index, block.get("source"), f"{where}.source")
     text, cost = _blocks(pricer, index, block.get("content"), f"{where}.content")
     return joined([title, text]), pricer.text(title) + pricer.text(source) + cost
-
-
-def _alternate(
-    built: list[tuple[dict[str, Any], int, int]], filler: int
-) -> tuple[list[dict[str, Any]], list[int], frozenset[int]]:
-    """Restore user-first strict alternation by merging neighbours, or a filler between them.
-
-    ``built`` holds each message with its price and its source index (``-1`` for a summary);
-    return the messages, their prices (a filler costs ``filler``) and the source indices that
-    were merged into the message before them.
-    """
-    out: list[dict[str, Any]] = []
-    costs: list[int] = []
-    joined_: set[int] = set()
-    for message, cost, source in built:
-        role = message["role"]
-        if not out or out[-1]["role"] == role:
-            if role == "assistant" and (not out or _thinks(message)):
-                out.append({"role": "user", "content": FILLER_TEXT})
-                costs.append(filler)
-            elif out:
-                out[-1] = _merge(out[-1], message)
-                costs[-1] += cost
-                if source >= 0:
-                    joined_.add(source)
-                continue
-        out.append(message)
-        costs.append(cost)
-    return out, costs, frozenset(joined_)
-
-
-def _thinks(message: Mapping[str, Any]) -> bool:
-    content = message.get("content")
-    return isinstance(content, list | tuple) and any(
-        isinstance(block, dict) and block.get("type") in _OPENERS for block in content
-    )
-
-
-def _merge(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(first)
-    merged["content"] = _as_blocks(first.get("content")) + _as_blocks(second.get("content"))
-    return merged
-
-
-def _as_blocks(content: object) -> list[Any]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    return list(content) if isinstance(content, list | tuple) else []
-
-
-_EPHEMERAL: Final = {"type": "ephemeral"}
-_MAX_BREAKPOINTS: Final = 4
-
-
-def _place_breakpoint(request: list[Any], stable: int, system: object) -> None:
-    """Mark the last block of the stable prefix ``cache_control: ephemeral``, in copies.
-
-    The caller's own markers stay; none is added when the prefix is empty, already marked, or
-    the caller's markers already take the provider's four.
-    """
-    if stable <= 0:
-        return
-    markers = _markers(system) + sum(_markers(message.get("content")) for message in request)
-    if markers >= _MAX_BREAKPOINTS:
-        return
-    message = request[stable - 1]
-    content = message.get("content")
-    if isinstance(content, str):
-        if not content:
-            return
-        blocks: list[Any] = [{"type": "text", "text": content, "cache_control": _EPHEMERAL}]
-    elif isinstance(content, list) and content:
-        position = len(content) - 1
-        while position >= 0 and (
-            not isinstance(content[position], dict) or content[position].get("type") in _THINKING
-        ):
-            position -= 1
-        if position < 0 or "cache_control" in content[position]:
-            return
-        blocks = list(content)
-        blocks[position] = {**content[position], "cache_control": dict(_EPHEMERAL)}
-    else:
-        return
-    request[stable - 1] = {**message, "content": blocks}
-
-
-def _markers(content: object) -> int:
-    """Count ``cache_control`` markers on the blocks of ``content`` (and inside tool results)."""
-    if not isinstance(content, list | tuple):
-        return 0
-    count = 0
-    for block in content:
-        if isinstance(block, dict):
-            if block.get("cache_control") is not None:
-                count += 1
-            if block.get("type") == "tool_result":
-                count += _markers(block.get("content"))
-    return count
