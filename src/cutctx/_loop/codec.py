@@ -26,7 +26,7 @@ from cutctx._loop.ledger import REQUEST_TURN_ID
 from cutctx._loop.settings import Settings
 from cutctx._policies.draft import estimator_marks
 from cutctx.formats import resolve
-from cutctx.formats._common import PRIORITY_KEY, STICKY_KEY
+from cutctx.formats._common import unmarked
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["Saved", "adopt", "decode", "encode", "recorded", "resume"]
 
 STATE_VERSION: Final = 2
-_MARKS: Final = (STICKY_KEY, PRIORITY_KEY)
 _CALLABLES: Final = ("summarize", "priority", "pin")
 
 
@@ -282,15 +281,15 @@ def resume(window: ContextWindow, history: Sequence[Any]) -> None:
     """Take up a restored state over ``history``: held cold if it starts as the state saw."""
     saved = window._saved
     assert saved is not None  # noqa: S101 - only called with a state pending
+    render = any(item == ["render"] for item in saved.request)  # a message the state lacks
     made = Fingerprint.of(history[: saved.count], window._format.fingerprint_data)
     if len(history) < saved.count or made.hexdigest() != saved.fingerprint:
         window._saved = None
-        window._before = _resolved(saved.request, history) if not _needs_render(saved) else []
+        window._before = [] if render else _resolved(saved.request, history)
         window._stats = type(window._stats)(**{**saved.stats, "resets": saved.stats["resets"] + 1})
         return
     saved.resumed = True
-    window._ledger.restore(history, saved.count, saved.prices, saved.firsts)
-    window._ledger.adopt_print(made)
+    window._ledger.restore(history, saved.count, saved.prices, saved.firsts, made)
     if window._recall is not None:
         window._recall.complete = False
     window._view = None
@@ -300,18 +299,14 @@ def resume(window: ContextWindow, history: Sequence[Any]) -> None:
         window._policy if saved.planned_by == _named(window._policy) else _priority(window)
     )
     request = window._request
-    request.messages = [] if _needs_render(saved) else _resolved(saved.request, history)
+    request.messages = [] if render else _resolved(saved.request, history)
     request.recipe = list(saved.request)
     request.costs, request.tokens = list(saved.costs), saved.tokens
-    request.held, request.tail = saved.count, saved.tail and not _needs_render(saved)
+    request.held, request.tail = saved.count, saved.tail and not render
 
 
 def _priority(window: ContextWindow) -> CompactionPolicy:
     return priority_policy(window._settings.estimator)
-
-
-def _needs_render(saved: Saved) -> bool:
-    return any(item == ["render"] for item in saved.request)
 
 
 def _resolved(recipe: Sequence[Any], history: Sequence[Any]) -> list[Any]:
@@ -320,8 +315,7 @@ def _resolved(recipe: Sequence[Any], history: Sequence[Any]) -> list[Any]:
         if isinstance(item, int):
             out.append(history[item])
         elif isinstance(item, list):
-            message = history[item[1]]
-            out.append({key: value for key, value in message.items() if key not in _MARKS})
+            out.append(unmarked(history[item[1]]))
         else:
             out.append(item)
     return out

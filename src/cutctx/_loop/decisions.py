@@ -9,13 +9,13 @@ the gate), and the executor makes the view from it, so no second view builder ex
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from baseaicore import ValidationError
 
 from cutctx._core.executor import CompactionExecutor
+from cutctx._core.metadata import SUMMARY_GROUP_METADATA
 from cutctx._core.values import SUMMARY_TURN_ID_PREFIX, Action, Role, group_id_for
 from cutctx._loop.recall import RECALL_TOOL
 from cutctx._policies.draft import Draft, Group, build_plan, estimator_marks
@@ -94,10 +94,6 @@ class Decisions:
             return False
         del self.actions[count:]
         return True
-
-    def touched(self) -> bool:
-        """Whether any turn is not kept as it is."""
-        return bool(self.stubs or self.summaries) or Action.DROP in self.actions
 
     def fold(
         self,
@@ -192,16 +188,9 @@ class Decisions:
         """Return the view ``plan`` gives (summaries priced as rendered) and its report."""
         texts = {group_id: summary.text for group_id, summary in self.summaries.items()}
         done = CompactionExecutor().apply(history, plan, texts)
-        view = [
-            dataclasses.replace(
-                turn,
-                token_estimate=self.summaries[
-                    turn.turn_id.removeprefix(SUMMARY_TURN_ID_PREFIX)
-                ].cost,
-            )
-            if turn.turn_id.startswith(SUMMARY_TURN_ID_PREFIX)
-            and turn.turn_id.removeprefix(SUMMARY_TURN_ID_PREFIX) in self.summaries
-            else turn
-            for turn in done.transcript.turns
-        ]
+        summaries = self.summaries
+        view = []
+        for turn in done.transcript.turns:
+            summary = summaries.get(turn.metadata.get(SUMMARY_GROUP_METADATA, ""))
+            view.append(turn if summary is None else replace(turn, token_estimate=summary.cost))
         return view, done.report

@@ -232,11 +232,21 @@ class Ledger:
         self.firsts = len(self.first_indices)
         self.seen, self.print = seen, fingerprint
 
-    def restore(self, history: Sequence[Any], count: int, prices: list[int], firsts: int) -> None:
-        """Hold ``history[:count]`` cold: known by the state's ``prices``, read again on demand."""
+    def restore(
+        self,
+        history: Sequence[Any],
+        count: int,
+        prices: list[int],
+        firsts: int,
+        made: Fingerprint,
+    ) -> None:
+        """Hold ``history[:count]`` cold: known by the state's ``prices``, read again on demand.
+
+        ``made`` is the fingerprint of exactly those messages: the running one from now on.
+        """
         self.clear()
         self.seen = list(history[:count])
-        self.firsts = firsts
+        self.firsts, self.print = firsts, made
         self.cold = _Cold(count, prices)
 
     def fingerprint(self) -> str:
@@ -244,10 +254,6 @@ class Ledger:
         if self.print is None:
             self.print = Fingerprint.of(self.seen, self.fmt.fingerprint_data)
         return self.print.hexdigest()
-
-    def adopt_print(self, made: Fingerprint) -> None:
-        """Take ``made`` (the fingerprint of exactly the held messages) as the running one."""
-        self.print = made
 
     def prices(self) -> list[int]:
         """Return every held message turn's price, in order (the head's left out)."""

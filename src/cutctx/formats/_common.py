@@ -96,6 +96,11 @@ def summary_text(text: str) -> str:
 _MARK_KEYS: Final = (STICKY_KEY, PRIORITY_KEY)
 
 
+def unmarked(message: Mapping[str, Any]) -> dict[str, Any]:
+    """Return ``message`` without the ``sticky``/``priority`` keys: what is sent of it."""
+    return {key: value for key, value in message.items() if key not in _MARK_KEYS}
+
+
 def fail(fmt: str, index: int | None, message: str, **details: object) -> ValidationError:
     """Build the one-line error for bad input, naming the message ``index`` in ``details``."""
     where = f"messages[{index}]: " if index is not None else ""
@@ -369,7 +374,7 @@ def read_marks(
                 rank = _integer(fmt, index, message[PRIORITY_KEY], "priority")
             if sent is None:
                 sent = list(items)
-            sent[position] = {k: v for k, v in message.items() if k not in _MARK_KEYS}
+            sent[position] = unmarked(message)
         if pin is not None:
             sticky = _flag(fmt, index, pin(index, message), "pin(index, message)") or sticky
         if priority is not None:
