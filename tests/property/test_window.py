@@ -441,12 +441,13 @@ class TestContextWindowProperties:
             window = setup.restored(json.loads(json.dumps(window.state())), summarizer)
         resets = window.stats.resets
         lineage = list(session.histories(changed))[cut:]
-        again = run(window, lineage, summarizer, first_step=cut)
-        if change == "copy":
+        if change == "copy":  # the steps after ``cut``, with the equal copy in place
             whole, _ = traced(setup, session)
-            assert plain(again.requests) == plain(whole.requests[cut:])
-            assert all(stats[2] == resets for stats in again.stats)
+            after = run(window, lineage[1:], summarizer, first_step=cut + 1)
+            assert plain(after.requests) == plain(whole.requests[cut + 1 :])
+            assert all(stats[2] == resets for stats in after.stats)
             return
+        again = run(window, lineage, summarizer, first_step=cut)
         fresh, _ = traced(setup, session, lineage)
         assert plain(again.requests) == plain(fresh.requests)
         assert (again.refused is None) == (fresh.refused is None)
