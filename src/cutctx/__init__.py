@@ -31,8 +31,8 @@ from baseaicore import ValidationError as ValidationError
 
 from cutctx._audit.explain import explain as explain
 from cutctx._audit.records import CompactionRecord as CompactionRecord
-from cutctx._audit.records import Verification as Verification
-from cutctx._audit.records import verify as verify
+from cutctx._audit.verify import Verification as Verification
+from cutctx._audit.verify import verify as verify
 from cutctx._core.errors import BudgetUnsatisfiable as BudgetUnsatisfiable
 from cutctx._core.errors import CompactionError as CompactionError
 from cutctx._core.errors import PlanTranscriptMismatch as PlanTranscriptMismatch

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Final, NoReturn
 from baseaicore import SuiteError
 
 from cutctx._audit.explain import explain
-from cutctx._audit.records import CompactionRecord, verify
+from cutctx._audit.records import CompactionRecord
+from cutctx._audit.verify import verify
 from cutctx._cli.inputs import FORMATS, CliError, expand, read, read_text
 from cutctx._cli.job import POLICIES, Job, Settings, rebuilt_policy, system_digest
 from cutctx._cli.views import html_page, rows, stats_data, stats_text, summary_line, table
