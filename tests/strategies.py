@@ -14,6 +14,22 @@ from hypothesis import strategies as st
 
 from cutctx import CompactionBudget, Role, Transcript, TranscriptTurn
 
+# Characters JSON escapes (quote, backslash, control characters), non-ASCII ones and an
+# astral one (four UTF-8 bytes).
+AWKWARD = '"\\\n\t\x00\x1f\x7fé中𝄞a'
+SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_categories=())
+ANY_TEXT = st.text(st.sampled_from(AWKWARD) | SURROGATES | st.characters(exclude_categories=()))
+# JSON data (strings with any code point, lone surrogates included).
+JSON_DATA = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | ANY_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+
 # Weighted towards agent runs: tool results and assistant calls, some chat, few system turns.
 ROLES = (Role.USER, Role.ASSISTANT, Role.ASSISTANT, Role.TOOL, Role.TOOL, Role.TOOL, Role.SYSTEM)
 CALL_IDS = ("c0", "c1", "c2", "c3", "c4", "c5")

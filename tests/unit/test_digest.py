@@ -39,13 +39,11 @@ from cutctx._core.digest import (
     value_digest,
 )
 from cutctx._core.values import group_id_for
+from tests.strategies import ANY_TEXT, AWKWARD, JSON_DATA
 
 L_1200 = "d1fd6a834c71465d6eeb3623b9c5a2ac60c49d069ffc469bc131b4ff506e55a2"
 SPAN_IDS = ("u1", "a1", "t1", "a2", "a3", "t2", "a4", "a5", "t3", "u2")
 SPAN_GROUP = "span-df373641db082650"
-# Characters JSON escapes (quote, backslash, control characters), non-ASCII ones and an
-# astral one (four UTF-8 bytes).
-AWKWARD = '"\\\n\t\x00\x1f\x7fé中𝄞a'
 LONE = "\udcff"  # what surrogateescape decoding makes of the byte 0xff
 
 
@@ -53,10 +51,6 @@ def oracle(text: str) -> str:
     """The definition: the whole JSON string at once, lone surrogates as their JSON escape."""
     encoded = json.dumps(text, ensure_ascii=False).encode("utf-8", "backslashreplace")
     return hashlib.sha256(encoded).hexdigest()
-
-
-SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_categories=())
-ANY_TEXT = st.text(st.sampled_from(AWKWARD) | SURROGATES | st.characters(exclude_categories=()))
 
 
 class TestJsonStringDigest:
@@ -117,17 +111,6 @@ class TestUtf8:
 
     def test_a_lone_surrogate_becomes_its_json_escape(self) -> None:
         assert utf8("a\udcffb\ud800") == b"a\\udcffb\\ud800"
-
-
-JSON_DATA = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | ANY_TEXT,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4),
-    max_leaves=20,
-)
 
 
 def frozen(value: object) -> object:
