@@ -13,8 +13,10 @@ randomness, environment or global mutable state:
   ``heapq``;
 - text and numbers: ``math``, ``re``, ``string``, ``unicodedata``, ``json`` (strings in, strings
   out; the core never hands it a file);
-- digests and encodings: ``hashlib`` (stubs carry a SHA-256; group ids are digests) and
-  ``base64`` (allowed: a pure bytes-to-text transformation a wire format may need for a payload).
+- digests and encodings: ``hashlib`` (stubs carry a SHA-256; group ids are digests),
+  ``base64`` (allowed: a pure bytes-to-text transformation a wire format may need for a payload)
+  and ``marshal`` (the window's fingerprint writes messages as bytes with ``dumps``; the package
+  never hands it a file and never loads).
 
 Not allowed: ``typing_extensions`` (not the standard library and not a declared dependency),
 ``decimal`` (its context is global mutable state), and everything that touches the world.
@@ -55,6 +57,7 @@ ALLOWED_MODULES = frozenset(
         "heapq",
         "itertools",
         "json",
+        "marshal",
         "math",
         "operator",
         "re",

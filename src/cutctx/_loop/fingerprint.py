@@ -3,16 +3,32 @@
 A window's state carries the fingerprint of the messages it has seen, so a window restored in
 another process can tell in one linear pass whether the history it is handed starts with them.
 It is not canonical JSON (a digest of every message's canonical JSON costs several times more):
-the walk feeds each value's type and raw text, in the order the message holds them, into one
-running hash. Equal data in equal order gives the same fingerprint in any process; a lone
-surrogate is fed as its code point (``surrogatepass``), so no string is refused.
+each message is written out by ``marshal`` in its format version 0, which tags every value with
+its type and writes each string as its length and raw UTF-8 bytes, in the order the message holds
+them, and the bytes go into one running hash. The walk is C, so the pass costs about what hashing
+the bytes does.
+
+Version 0 is chosen for what it leaves out: later versions write a back-reference for an object
+met twice and mark interned strings, so two equal histories whose objects are shared or interned
+differently would write different bytes. In version 0, equal data in equal order writes equal
+bytes in any process; a lone surrogate is written as its code point (``surrogatepass``), so no
+string is refused. The format has not changed in decades, but Python does not promise it across
+versions: a golden fingerprint in the tests holds every version cutctx is tested on to it, and a
+change would cost one reset of a restored window, never a wrong request.
+
+A message ``marshal`` cannot write (an SDK object, a mapping that is not a dict) is first made
+plain data: a mapping a dict, an object with ``model_dump`` the data it dumps; anything else is
+refused as not message data. What ``marshal`` writes beyond JSON's types (bytes, a set) is hashed
+as it is written: a set in its iteration order, which for strings differs between processes, so a
+restored window handed one may reset.
 """
 
 from __future__ import annotations
 
 import hashlib
+import marshal
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from baseaicore import ValidationError
 
@@ -20,6 +36,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 __all__ = ["Fingerprint"]
+
+_VERSION: Final = 0  # see the module docstring: no back-references, no interning marks
+
+type _Data = str | int | float | list[Any] | tuple[Any, ...] | dict[Any, Any] | None
 
 
 class Fingerprint:
@@ -33,13 +53,19 @@ class Fingerprint:
         self.count = 0
 
     def feed(self, messages: Sequence[object], start: int) -> None:
-        """Add ``messages[start:]`` (the ones after the first ``count``)."""
-        pieces: list[str] = []
-        data = self._data
+        """Add ``messages[start:]`` (the ones after the first ``count``).
+
+        Each message is written on its own (a marshalled value is self-delimiting), so feeding
+        a history in several steps gives the fingerprint of feeding it at once.
+        """
+        data, dumps, written = self._data, marshal.dumps, []
         for index in range(start, len(messages)):
-            pieces.append("\x1e")  # a message boundary
-            _walk(data(messages[index]), pieces.append, index)
-        self._hash.update("".join(pieces).encode("utf-8", "surrogatepass"))
+            value: Any = data(messages[index])
+            try:
+                written.append(dumps(value, _VERSION))
+            except ValueError:  # not plain data: an SDK object, a mapping that is not a dict
+                written.append(dumps(_plain(value, index), _VERSION))
+        self._hash.update(b"".join(written))
         self.count = len(messages)
 
     def hexdigest(self) -> str:
@@ -54,44 +80,26 @@ class Fingerprint:
         return made
 
 
-def _walk(value: object, out: Callable[[str], None], index: int) -> None:  # noqa: PLR0912 - one branch per JSON type, strings inlined
-    # Strings, most of what a message holds, are written here rather than by a call each:
-    # the walk is the restore's one linear pass, so it is kept tight.
+def _plain(value: object, index: int) -> _Data:
+    """Return ``value`` as plain data ``marshal`` writes.
+
+    Strings, numbers, ``None``, dicts, lists and tuples stay as they are (their items made
+    plain); a mapping becomes a dict and an SDK object what its ``model_dump`` gives.
+
+    Raises:
+        ValidationError: for anything else (``messages[index]`` is not message data).
+    """
     kind = type(value)
-    if kind is str:
-        out(f"s{len(value)}:")  # type: ignore[arg-type]
-        out(value)  # type: ignore[arg-type]
-    elif kind is dict or isinstance(value, Mapping):
-        out(f"{{{len(value)}")  # type: ignore[arg-type]
-        for key, item in value.items():  # type: ignore[attr-defined]
-            if type(key) is str:
-                out(f"s{len(key)}:")
-                out(key)
-            else:
-                _walk(key, out, index)
-            if type(item) is str:
-                out(f"s{len(item)}:")
-                out(item)
-            else:
-                _walk(item, out, index)
-    elif kind is list or kind is tuple:
-        out(f"[{len(value)}")  # type: ignore[arg-type]
-        for item in value:  # type: ignore[attr-defined]
-            if type(item) is str:
-                out(f"s{len(item)}:")
-                out(item)
-            else:
-                _walk(item, out, index)
-    elif kind is int:
-        out(f"i{value:x};")  # hexadecimal: no length limit, as decimal text has
-    elif value is None or kind is bool or kind is float:
-        out(f"{kind.__name__[0]}{value!r};")
-    else:
-        dump = getattr(value, "model_dump", None)
-        if not callable(dump):
-            raise ValidationError(
-                f"ContextWindow: messages[{index}] holds a {kind.__name__}, which is not "
-                "message data",
-                details={"index": index, "type": kind.__name__},
-            )
-        _walk(dump(exclude_none=True), out, index)  # an SDK object: the data it holds
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value  # type: ignore[return-value]
+    if kind is list or kind is tuple:
+        return kind(_plain(item, index) for item in value)  # type: ignore[attr-defined]
+    if isinstance(value, Mapping):
+        return {_plain(key, index): _plain(item, index) for key, item in value.items()}
+    dump = getattr(value, "model_dump", None)
+    if not callable(dump):
+        raise ValidationError(
+            f"ContextWindow: messages[{index}] holds a {kind.__name__}, which is not message data",
+            details={"index": index, "type": kind.__name__},
+        )
+    return _plain(dump(exclude_none=True), index)  # an SDK object: the data it holds
