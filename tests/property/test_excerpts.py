@@ -16,7 +16,7 @@ from baseaicore import sha256_of
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from cutctx._core.excerpts import excerpt, page
+from cutctx._core.excerpts import excerpt, page, shown_excerpt
 from tests.excerpt_cases import bare_elision, readings
 from tests.excerpt_cases import lines_of as _lines
 
@@ -117,3 +117,39 @@ def test_paging_from_line_one_by_the_hints_gives_back_every_line_exactly(
         pieces.append(body)
         start = following
     assert "".join(pieces) == text
+
+
+# Parts of a result as read, each one line: a text block's, or a label line another block
+# (an image) is read as. Never empty: the reading leaves empty texts out.
+PARTS = st.lists(st.tuples(PIECES.filter(bool), st.booleans()), min_size=4, max_size=40)
+
+
+@given(parts=PARTS, cap=st.integers(min_value=1, max_value=60), price=prices())
+def test_a_shown_excerpt_is_the_excerpt_with_the_hidden_parts_lines_left_out(
+    parts: list[tuple[str, bool]], cap: int, price: Callable[[str], int]
+) -> None:
+    """Catches a shown excerpt that keeps a hidden part's line, loses or reorders a shown one,
+    moves or rewrites the elision line, or is longer than the excerpt it is made of."""
+    texts = [text for text, _ in parts]
+    shown = [show for _, show in parts]
+    original = "\n".join(texts)
+    made = excerpt(original, cap, price)
+    if made is None:
+        return
+    head, cut, tail, said = readings(original, made)[0]
+    # With one line a part, the excerpt keeps the first ``head`` parts (or the first one's
+    # head, cut) and the last ``tail``; of those, the shown ones are sent.
+    kept_head = [t for t, s in zip(texts[:head], shown[:head], strict=True) if s]
+    if cut and shown[0]:
+        kept_head = [texts[0][:cut]]
+    start = len(texts) - tail
+    kept_tail = [t for t, s in zip(texts[start:], shown[start:], strict=True) if s]
+    expected = (
+        "".join(line + "\n" for line in kept_head)
+        + said.group(0)
+        + "".join("\n" + line for line in kept_tail)
+    )
+    sent = shown_excerpt(texts, shown, made)
+    assert sent == expected
+    assert len(sent) <= len(made)
+    assert shown_excerpt(texts, [True] * len(texts), made) == made

@@ -9,7 +9,14 @@ import pytest
 from baseaicore import ValidationError, sha256_of
 
 from cutctx import CharRatioEstimator, ObservationMaskingPolicy
-from cutctx._core.excerpts import elision_line, excerpt, lines_of, page, parse_excerpt
+from cutctx._core.excerpts import (
+    elision_line,
+    excerpt,
+    lines_of,
+    page,
+    parse_excerpt,
+    shown_excerpt,
+)
 
 ELISION = re.compile(
     r"\[cutctx: (\d+) lines? left out \((\d+) tokens?\), sha256:([0-9a-f]{64})"
@@ -318,6 +325,52 @@ class TestParseExcerpt:
         assert parse_excerpt(log, "abcdef\nli\n" + elision_line(3, 9, "0" * 64)) is None
         # A true cut head, but a tail that is not the original's last lines.
         assert parse_excerpt(log, "abc\n" + elision_line(3, 9, "0" * 64) + "\nline 9\n") is None
+
+
+class TestShownExcerpt:
+    """The excerpt of a result read as several parts, with the parts not shown left out."""
+
+    def test_parts_of_several_lines_keep_their_kept_lines_in_order(self) -> None:
+        # A text block, an image read as its label line, a text block.
+        parts = [numbered(3, end="\n").removesuffix("\n"), "[image]", numbered(200)]
+        made = excerpt("\n".join(parts), 100, chars)
+        assert made is not None
+        assert made.startswith("line 1\nline 2\nline 3\n[image]\nline 1\n")
+        sent = shown_excerpt(parts, [True, False, True], made)
+        assert sent == made.replace("[image]\n", "", 1)
+
+    def test_a_part_left_out_at_either_end_takes_its_line_break_with_it(self) -> None:
+        text = numbered(200).removesuffix("\n")
+        for parts, shown in (
+            ([text, "[image]"], [True, False]),
+            (["[image]", text], [False, True]),
+        ):
+            made = excerpt("\n".join(parts), 100, chars)
+            assert made is not None
+            sent = shown_excerpt(parts, shown, made)
+            head, said, tail = split(sent)
+            assert "".join(head) == "".join(lines_of(text)[: len(head)])
+            assert "".join(tail) == "".join(lines_of(text)[len(lines_of(text)) - len(tail) :])
+            assert said == split(made)[1]
+
+    def test_a_cut_head_of_a_part_left_out_is_left_out(self) -> None:
+        parts = ["<" + "x" * 3000 + ">", "end"]
+        made = excerpt("\n".join(parts), 100, chars)
+        assert made is not None
+        assert parse_excerpt("\n".join(parts), made).cut > 0  # type: ignore[union-attr]
+        sent = shown_excerpt(parts, [False, True], made)
+        assert not sent.startswith("<")
+        assert sent.endswith("]\nend")
+
+    def test_when_every_part_is_shown_it_is_the_excerpt(self) -> None:
+        parts = [numbered(50).removesuffix("\n"), numbered(50)]
+        made = excerpt("\n".join(parts), 100, chars)
+        assert made is not None
+        assert shown_excerpt(parts, [True, True], made) == made
+
+    def test_a_text_that_is_no_excerpt_of_the_parts_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="no excerpt of the parts"):
+            shown_excerpt(["a", "b"], [True, False], "a\nb")
 
 
 class TestPage:

@@ -17,7 +17,7 @@ from baseaicore import ValidationError, sha256_of
 
 from cutctx import ContextWindow, recall
 from cutctx.formats import anthropic, openai_chat, openai_responses
-from tests.excerpt_cases import lines_of, readings
+from tests.excerpt_cases import ELISION, lines_of, readings
 from tests.format_validators import png
 
 if TYPE_CHECKING:
@@ -553,21 +553,44 @@ class TestContextWindowExcerpts:
         if fmt == "anthropic" and not isinstance(content, str):
             assert len(sent["content"][0]["content"]) == 1  # one text block
 
-    def test_an_anthropic_image_block_stays_and_is_priced_within_the_cap(self) -> None:
-        image = {
+    @pytest.mark.parametrize("where", ["after the text", "before the text", "between two texts"])
+    def test_an_anthropic_image_block_stays_beside_an_excerpt_of_the_text_alone(
+        self, where: str
+    ) -> None:
+        """The excerpt is made of the result as read, where the image is a label line
+        (``[image]``); the image block is sent as it is, so the label is not sent as text."""
+        image: dict[str, Any] = {
             "type": "image",
             "source": {"type": "base64", "media_type": "image/png", "data": png(200, 200)},
         }
-        content = [{"type": "text", "text": numbered(400)}, image]
+        log: dict[str, Any] = {"type": "text", "text": numbered(400)}
+        intro: dict[str, Any] = {"type": "text", "text": "Screenshot of the failing page:"}
+        content: list[dict[str, Any]] = {
+            "after the text": [log, image],
+            "before the text": [image, log],
+            "between two texts": [intro, image, log],
+        }[where]
         made = window("anthropic")
         request = made.prepare(
             [{"role": "user", "content": TASK}, *call("anthropic", "c", content)]
         )
         blocks = request[-1]["content"][0]["content"]
-        assert image in blocks
-        assert [block["type"] for block in blocks].count("text") == 1
+        assert [block["type"] for block in blocks] == ["text", "image"]
+        assert blocks[1] == image
         assert price("anthropic", request[-1]) <= 1000
-        assert "[cutctx: " in result_text("anthropic", request[-1])
+        sent = blocks[0]["text"]
+        said = ELISION.search(sent)
+        assert said is not None
+        head, tail = sent[: said.start()], sent[said.end() :].removeprefix("\n")
+        reading = "\n".join(block["text"] for block in content if block["type"] == "text")
+        assert head.endswith("\n")
+        assert reading.startswith(head)
+        assert tail
+        assert reading.endswith(tail)
+        assert "[image]" not in sent.splitlines()
+        # The digest is the whole reading's, the original recall reads back.
+        whole = "\n".join(b["text"] if b["type"] == "text" else "[image]" for b in content)
+        assert said.group(3) == sha256_of(whole)
 
     def test_a_single_line_over_the_cap_keeps_its_head_cut_at_a_character(self) -> None:
         text = "x" * 20_000 + "\nlast\n"

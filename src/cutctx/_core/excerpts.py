@@ -22,7 +22,7 @@ from baseaicore import ValidationError
 from cutctx._core.digest import json_string_digest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     Price = Callable[[str], int]
 
@@ -34,6 +34,7 @@ __all__ = [
     "lines_of",
     "page",
     "parse_excerpt",
+    "shown_excerpt",
 ]
 
 _ELISION: Final = re.compile(
@@ -262,6 +263,63 @@ def parse_excerpt(original: str, text: str) -> Elision | None:
         if found is not None:
             return found
     return None
+
+
+def shown_excerpt(parts: Sequence[str], shown: Sequence[bool], text: str) -> str:
+    r"""Return the excerpt ``text`` of ``"\n".join(parts)`` with the parts not ``shown`` left out.
+
+    A tool result of several blocks is read as their texts joined by line breaks, a block that is
+    not text (an image) as a label line (``[image]``); ``text`` is an excerpt of that reading. A
+    format that sends such blocks as themselves beside the excerpt sends this instead: of the
+    excerpt's head and tail, what the shown parts hold, in order and verbatim, joined as they
+    are in the reading, and the elision line between them on a line of its own. Its text is
+    the excerpt's less whole lines: the excerpt's price bounds it.
+
+    >>> parts = ["\n".join(f"line {n}" for n in range(1, 41)), "[image]"]
+    >>> cut = excerpt("\n".join(parts), 36, lambda text: len(text) // 4)
+    >>> cut.splitlines()[-2:]
+    ['line 40', '[image]']
+    >>> print(shown_excerpt(parts, [True, False], cut))  # doctest: +ELLIPSIS
+    line 1
+    line 2
+    [cutctx: 37 lines left out (72 tokens), sha256:2f1d612d...]
+    line 40
+
+    Raises:
+        ValueError: if ``text`` is no excerpt of the joined parts.
+    """
+    original = "\n".join(parts)
+    said = parse_excerpt(original, text)
+    if said is None:
+        raise ValueError("shown_excerpt: the text is no excerpt of the parts")
+    lines = lines_of(original)
+    head = said.cut or sum(map(len, lines[: said.head]))
+    tail = sum(map(len, lines[len(lines) - said.tail :])) if said.tail else 0
+    elision = text[head + (1 if said.cut else 0) : len(text) - tail].removesuffix("\n")
+    starts, kept = [], []  # where each shown part starts in the reading and in what is sent
+    at = sent = 0
+    for part, show in zip(parts, shown, strict=True):
+        if show:
+            starts.append((at, sent, len(part)))
+            kept.append(part)
+            sent += len(part) + 1
+        at += len(part) + 1
+    sends = "\n".join(kept)
+
+    def where(position: int) -> int:  # the place in what is sent of a place in the reading
+        for start, start_sent, size in starts:
+            if position <= start + size:
+                return start_sent + max(0, position - start)
+        return len(sends)
+
+    before = sends[: where(head)]
+    after = sends[where(len(original) - tail) :] if tail else ""
+    return (
+        before
+        + ("\n" if before and not before.endswith("\n") else "")
+        + elision
+        + ("\n" + after if after else "")
+    )
 
 
 def _tail_start(original: str, head: int, tail: str) -> int | None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from cutctx._core.excerpts import shown_excerpt
 from cutctx._core.values import Role, Transcript, TranscriptTurn
 from cutctx.formats._anthropic_order import (
     FILLER_TEXT,
@@ -174,6 +175,7 @@ class _Anthropic(Format[Message]):
         self, view: Transcript | CompactedTranscript, binding: Binding[Message]
     ) -> Rendered[Message]:
         built: list[tuple[dict[str, Any], int, int]] = []
+        pricer = Pricer.of(FORMAT, binding.estimator)
         for piece in collect(FORMAT, view, binding):
             if piece.index < 0:
                 summary = {"role": "user", "content": summary_text(piece.text)}
@@ -186,14 +188,14 @@ class _Anthropic(Format[Message]):
                     assert block_index is not None  # noqa: S101 - tool results are split by block
                     block = dict(content[block_index])
                     if block_index in piece.excerpts:  # one text block; images and the like stay
-                        block["content"] = _excerpted(block.get("content"), stub)
+                        block["content"] = _excerpted(pricer, piece.index, block, stub)
                     else:
                         block["content"] = stub_content(block.get("content"), stub, "text")
                     content[block_index] = block
                 message = dict(message)
                 message["content"] = content
             built.append((message, piece.cost, piece.index))
-        filler = _reserve(Pricer.of(FORMAT, binding.estimator))
+        filler = _reserve(pricer)
         messages, costs, joined_ = alternate(built, filler)
         return Rendered(restore(binding, messages), costs, joined_)
 
@@ -292,14 +294,29 @@ def count_tokens(
     return ANTHROPIC.count_tokens(messages, estimator=estimator, system=system)
 
 
-def _excerpted(content: object, excerpt: str) -> object:
-    """Return a tool result's content with its text blocks replaced by one: ``excerpt``."""
+def _excerpted(pricer: Pricer, index: int, result: Mapping[str, Any], excerpt: str) -> object:
+    """Return a tool result's content with its text blocks replaced by one: ``excerpt``.
+
+    The other blocks (images, documents) stay as they are, after it; the excerpt is of the
+    result as read, where each of them is a label line (``[image]``), and those lines are left
+    out of the text: the block itself says it.
+    """
+    content = result.get("content")
     if not isinstance(content, list | tuple):
         return excerpt
-    rest = [
-        block for block in content if not (isinstance(block, dict) and block.get("type") == "text")
-    ]
-    return [{"type": "text", "text": excerpt}, *rest]
+    parts: list[str] = []
+    shown: list[bool] = []
+    rest: list[Any] = []
+    for position, block in enumerate(content):
+        text, _ = _block(pricer, index, block, f"messages[{index}].content[].content[{position}]")
+        is_text = block.get("type") == "text"
+        if not is_text:
+            rest.append(block)
+        if text:  # the reading leaves empty texts out (``_blocks``)
+            parts.append(text)
+            shown.append(is_text)
+    text = excerpt if all(shown) else shown_excerpt(parts, shown, excerpt)
+    return [{"type": "text", "text": text}, *rest]
 
 
 def _reserve(pricer: Pricer) -> int:
