@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from cutctx.formats._anthropic_blocks import FORMAT as _FORMAT  # the name its errors give
 from cutctx.formats._common import fail, is_empty
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ __all__ = [
     "place_breakpoint",
 ]
 
-_FORMAT: Final = "anthropic"  # the format's name, as its errors give it
 
 FILLER_TEXT: Final = "(earlier turns were compacted)"
 """The user message put before an assistant message that would otherwise open the output or

@@ -22,11 +22,10 @@ price is reserved in the estimates. See ``docs/formats/anthropic.md`` for the pr
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from cutctx._core.excerpts import shown_excerpt
 from cutctx._core.values import Role, Transcript, TranscriptTurn
+from cutctx.formats._anthropic_blocks import FORMAT, USES, block_of, blocks, excerpted
 from cutctx.formats._anthropic_order import (
     FILLER_TEXT,
     THINKING,
@@ -36,7 +35,6 @@ from cutctx.formats._anthropic_order import (
     place_breakpoint,
 )
 from cutctx.formats._common import (
-    FILE_TOKENS,
     Binding,
     Message,
     Part,
@@ -49,7 +47,6 @@ from cutctx.formats._common import (
     field_of,
     joined,
     read_marks,
-    render_content,
     restore,
     sent_originals,
     shown,
@@ -63,7 +60,6 @@ from cutctx.formats._format import Format, Rendered, Scanned
 from cutctx.formats._images import (
     ANTHROPIC_IMAGE_MAX_TOKENS,
     ANTHROPIC_IMAGE_PIXELS_PER_TOKEN,
-    anthropic_image_tokens,
 )
 
 if TYPE_CHECKING:
@@ -83,8 +79,6 @@ __all__ = [
     "to_transcript",
 ]
 
-FORMAT: Final = "anthropic"
-
 IMAGE_PIXELS_PER_TOKEN: Final = ANTHROPIC_IMAGE_PIXELS_PER_TOKEN
 """Anthropic prices an image at ``width * height / 750`` tokens (after scaling)."""
 
@@ -92,9 +86,6 @@ IMAGE_MAX_TOKENS: Final = ANTHROPIC_IMAGE_MAX_TOKENS
 """Anthropic scales larger images down to about this many tokens; an image whose size cannot be
 read (a URL or file source, a corrupt header) is priced at it."""
 
-# Blocks that open a call: the client's tool_use, and the server-run and MCP tool uses whose
-# results the API puts in the same assistant message.
-_USES: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 _IN_MESSAGE_RESULTS: Final = {
     "web_search_tool_result": "server_tool_use",
     "web_fetch_tool_result": "server_tool_use",
@@ -188,7 +179,7 @@ class _Anthropic(Format[Message]):
                     assert block_index is not None  # noqa: S101 - tool results are split by block
                     block = dict(content[block_index])
                     if block_index in piece.excerpts:  # one text block; images and the like stay
-                        block["content"] = _excerpted(pricer, piece.index, block, stub)
+                        block["content"] = excerpted(pricer, piece.index, block, stub)
                     else:
                         block["content"] = stub_content(block.get("content"), stub, "text")
                     content[block_index] = block
@@ -292,31 +283,6 @@ def count_tokens(
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
     """
     return ANTHROPIC.count_tokens(messages, estimator=estimator, system=system)
-
-
-def _excerpted(pricer: Pricer, index: int, result: Mapping[str, Any], excerpt: str) -> object:
-    """Return a tool result's content with its text blocks replaced by one: ``excerpt``.
-
-    The other blocks (images, documents) stay as they are, after it; the excerpt is of the
-    result as read, where each of them is a label line (``[image]``), and those lines are left
-    out of the text: the block itself says it.
-    """
-    content = result.get("content")
-    if not isinstance(content, list | tuple):
-        return excerpt
-    parts: list[str] = []
-    shown: list[bool] = []
-    rest: list[Any] = []
-    for position, block in enumerate(content):
-        text, _ = _block(pricer, index, block, f"messages[{index}].content[].content[{position}]")
-        is_text = block.get("type") == "text"
-        if not is_text:
-            rest.append(block)
-        if text:  # the reading leaves empty texts out (``_blocks``)
-            parts.append(text)
-            shown.append(is_text)
-    text = excerpt if all(shown) else shown_excerpt(parts, shown, excerpt)
-    return [{"type": "text", "text": text}, *rest]
 
 
 def _reserve(pricer: Pricer) -> int:
@@ -440,7 +406,7 @@ def _user(  # noqa: PLR0917 - one private call site
 ) -> set[str]:
     """Add the turns of user message ``index``; return the tool_use ids it answers."""
     if not isinstance(content, list | tuple):
-        text, cost = _blocks(pricer, index, content, "content")
+        text, cost = blocks(pricer, index, content, "content")
         turn = TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost)
         turns.append(turn)
         parts[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
@@ -464,10 +430,10 @@ def _user(  # noqa: PLR0917 - one private call site
                 tool_use_id=call_id,
             )
         answered.add(call_id)
-        text, cost = _blocks(pricer, index, block.get("content"), f"{where}.content")
+        text, cost = blocks(pricer, index, block.get("content"), f"{where}.content")
         results.append((position, text, cost))
     if not results:
-        text, cost = _blocks(pricer, index, content, "content")
+        text, cost = blocks(pricer, index, content, "content")
         turn = TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost)
         turns.append(turn)
         parts[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
@@ -483,7 +449,7 @@ def _user(  # noqa: PLR0917 - one private call site
         texts: list[str] = []
         cost = 0
         for position in rest:
-            text, price = _block(pricer, index, content[position], f"content[{position}]")
+            text, price = block_of(pricer, index, content[position], f"content[{position}]")
             cost += price
             if text:
                 texts.append(text)
@@ -502,13 +468,13 @@ def _assistant(
     Return its call ids by kind of use, and its flags: ``thinking`` if it holds thinking
     blocks, ``compaction`` if it holds the provider's compaction summary.
     """
-    text, cost = _blocks(pricer, index, content, "content")
-    ids: dict[str, list[str]] = {kind: [] for kind in _USES}
+    text, cost = blocks(pricer, index, content, "content")
+    ids: dict[str, list[str]] = {kind: [] for kind in USES}
     flags: set[str] = set()
     if isinstance(content, list | tuple):
         for position, block in enumerate(content):
             kind = block.get("type")
-            if kind in _USES:
+            if kind in USES:
                 where = f"content[{position}].id"
                 call_id = text_field(FORMAT, index, block.get("id"), where)
                 if strict and any(call_id in group for group in ids.values()):
@@ -530,87 +496,3 @@ def _assistant(
             elif kind == "compaction":
                 flags.add("compaction")
     return text, cost, ids, flags
-
-
-def _blocks(pricer: Pricer, index: int, content: object, where: str) -> tuple[str, int]:
-    """Render and price content that is a string, a list of blocks, or absent."""
-    return render_content(
-        FORMAT,
-        pricer,
-        index,
-        content,
-        where,
-        partial(_block, pricer, index),
-        skip_empty=True,
-    )
-
-
-def _block(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, int]:  # noqa: PLR0911 - one branch per block type reads best
-    """Render (for summarizers) and price one content block."""
-    block = check_dict(FORMAT, index, value, where)
-    kind = block.get("type")
-    if not isinstance(kind, str):
-        raise fail(FORMAT, index, f"{where} has no string type")
-    if kind == "text":
-        text = text_field(FORMAT, index, block.get("text"), f"{where}.text")
-        return text, pricer.text(text)
-    if kind == "thinking":
-        thought = text_field(FORMAT, index, block.get("thinking"), f"{where}.thinking")
-        return "", pricer.text(thought)
-    if kind == "redacted_thinking":
-        data = text_field(FORMAT, index, block.get("data"), f"{where}.data")
-        return "", pricer.text(data)
-    if kind in _USES:
-        name = text_field(FORMAT, index, block.get("name"), f"{where}.name")
-        arguments = as_json(block.get("input"))
-        label = "tool call" if kind == "tool_use" else kind.replace("_", " ")
-        return (
-            f"[{label} {name} {arguments}]",
-            pricer.framing + pricer.text(name) + pricer.text(arguments),
-        )
-    if kind == "tool_result":
-        return _blocks(pricer, index, block.get("content"), f"{where}.content")
-    if kind == "image":
-        return "[image]", anthropic_image_tokens(block.get("source"))
-    if kind == "document":
-        return "[document]", _document_tokens(pricer, index, block, where)
-    if kind == "search_result":
-        return _search_result(pricer, index, block, where)
-    if kind == "compaction":
-        summary = block.get("content")
-        if summary is None:
-            return "", 0
-        summary = text_field(FORMAT, index, summary, f"{where}.content")
-        return summary, pricer.text(summary)
-    # server tool results, container_upload, unknown blocks
-    return f"[{kind}]", pricer.text(as_json(block))
-
-
-def _document_tokens(pricer: Pricer, index: int, block: Mapping[str, Any], where: str) -> int:
-    """Price a document: its ``title`` and ``context``, plus its source.
-
-    A text source costs its text, a content source its blocks, any other (PDF, URL, file)
-    ``FILE_TOKENS``. ``citations`` is a switch and costs nothing.
-    """
-    cost = 0
-    for name in ("title", "context"):
-        value = block.get(name)
-        if value is not None:
-            cost += pricer.text(text_field(FORMAT, index, value, f"{where}.{name}"))
-    source = block.get("source")
-    if isinstance(source, dict):
-        if source.get("type") == "text" and isinstance(source.get("data"), str):
-            return cost + pricer.text(source["data"])
-        if source.get("type") == "content":
-            return cost + _blocks(pricer, index, source.get("content"), f"{where}.source")[1]
-    return cost + FILE_TOKENS
-
-
-def _search_result(
-    pricer: Pricer, index: int, block: Mapping[str, Any], where: str
-) -> tuple[str, int]:
-    """Render and price a search result: its title, source and text blocks."""
-    title = text_field(FORMAT, index, block.get("title"), f"{where}.title")
-    source = text_field(FORMAT, index, block.get("source"), f"{where}.source")
-    text, cost = _blocks(pricer, index, block.get("content"), f"{where}.content")
-    return joined([title, text]), pricer.text(title) + pricer.text(source) + cost

@@ -1,0 +1,145 @@
+"""How each Anthropic content block is read and priced, and an excerpted tool result as sent.
+
+A block reads as text a summarizer is shown (a text block its text; a tool use a
+``[tool call name {arguments}]`` line; an image, a document and other blocks a label line such
+as ``[image]``) and is priced as the API counts it; a message's or a tool result's blocks read as
+their texts joined by line breaks. See ``docs/formats/anthropic.md`` for the prices.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final
+
+from cutctx._core.excerpts import shown_excerpt
+from cutctx.formats._common import (
+    FILE_TOKENS,
+    Pricer,
+    as_json,
+    check_dict,
+    fail,
+    joined,
+    render_content,
+    text_field,
+)
+from cutctx.formats._images import anthropic_image_tokens
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["FORMAT", "USES", "block_of", "blocks", "excerpted"]
+
+FORMAT: Final = "anthropic"
+
+# Blocks that open a call: the client's tool_use, and the server-run and MCP tool uses whose
+# results the API puts in the same assistant message.
+USES: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+
+
+def excerpted(pricer: Pricer, index: int, result: Mapping[str, Any], excerpt: str) -> object:
+    """Return a tool result's content with its text blocks replaced by one: ``excerpt``.
+
+    The other blocks (images, documents) stay as they are, after it; the excerpt is of the
+    result as read, where each of them is a label line (``[image]``), and those lines are left
+    out of the text: the block itself says it.
+    """
+    content = result.get("content")
+    if not isinstance(content, list | tuple):
+        return excerpt
+    parts: list[str] = []
+    shown: list[bool] = []
+    rest: list[Any] = []
+    for position, block in enumerate(content):
+        text, _ = block_of(pricer, index, block, f"messages[{index}].content[].content[{position}]")
+        is_text = block.get("type") == "text"
+        if not is_text:
+            rest.append(block)
+        if text:  # the reading leaves empty texts out (``blocks``)
+            parts.append(text)
+            shown.append(is_text)
+    text = excerpt if all(shown) else shown_excerpt(parts, shown, excerpt)
+    return [{"type": "text", "text": text}, *rest]
+
+
+def blocks(pricer: Pricer, index: int, content: object, where: str) -> tuple[str, int]:
+    """Render and price content that is a string, a list of blocks, or absent."""
+    return render_content(
+        FORMAT,
+        pricer,
+        index,
+        content,
+        where,
+        partial(block_of, pricer, index),
+        skip_empty=True,
+    )
+
+
+def block_of(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, int]:  # noqa: PLR0911 - one branch per block type reads best
+    """Render (for summarizers) and price one content block."""
+    block = check_dict(FORMAT, index, value, where)
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        raise fail(FORMAT, index, f"{where} has no string type")
+    if kind == "text":
+        text = text_field(FORMAT, index, block.get("text"), f"{where}.text")
+        return text, pricer.text(text)
+    if kind == "thinking":
+        thought = text_field(FORMAT, index, block.get("thinking"), f"{where}.thinking")
+        return "", pricer.text(thought)
+    if kind == "redacted_thinking":
+        data = text_field(FORMAT, index, block.get("data"), f"{where}.data")
+        return "", pricer.text(data)
+    if kind in USES:
+        name = text_field(FORMAT, index, block.get("name"), f"{where}.name")
+        arguments = as_json(block.get("input"))
+        label = "tool call" if kind == "tool_use" else kind.replace("_", " ")
+        return (
+            f"[{label} {name} {arguments}]",
+            pricer.framing + pricer.text(name) + pricer.text(arguments),
+        )
+    if kind == "tool_result":
+        return blocks(pricer, index, block.get("content"), f"{where}.content")
+    if kind == "image":
+        return "[image]", anthropic_image_tokens(block.get("source"))
+    if kind == "document":
+        return "[document]", _document_tokens(pricer, index, block, where)
+    if kind == "search_result":
+        return _search_result(pricer, index, block, where)
+    if kind == "compaction":
+        summary = block.get("content")
+        if summary is None:
+            return "", 0
+        summary = text_field(FORMAT, index, summary, f"{where}.content")
+        return summary, pricer.text(summary)
+    # server tool results, container_upload, unknown blocks
+    return f"[{kind}]", pricer.text(as_json(block))
+
+
+def _document_tokens(pricer: Pricer, index: int, block: Mapping[str, Any], where: str) -> int:
+    """Price a document: its ``title`` and ``context``, plus its source.
+
+    A text source costs its text, a content source its blocks, any other (PDF, URL, file)
+    ``FILE_TOKENS``. ``citations`` is a switch and costs nothing.
+    """
+    cost = 0
+    for name in ("title", "context"):
+        value = block.get(name)
+        if value is not None:
+            cost += pricer.text(text_field(FORMAT, index, value, f"{where}.{name}"))
+    source = block.get("source")
+    if isinstance(source, dict):
+        if source.get("type") == "text" and isinstance(source.get("data"), str):
+            return cost + pricer.text(source["data"])
+        if source.get("type") == "content":
+            return cost + blocks(pricer, index, source.get("content"), f"{where}.source")[1]
+    return cost + FILE_TOKENS
+
+
+def _search_result(
+    pricer: Pricer, index: int, block: Mapping[str, Any], where: str
+) -> tuple[str, int]:
+    """Render and price a search result: its title, source and text blocks."""
+    title = text_field(FORMAT, index, block.get("title"), f"{where}.title")
+    source = text_field(FORMAT, index, block.get("source"), f"{where}.source")
+    text, cost = blocks(pricer, index, block.get("content"), f"{where}.content")
+    return joined([title, text]), pricer.text(title) + pricer.text(source) + cost
