@@ -1,26 +1,14 @@
 """A fast, process-independent fingerprint of messages: SHA-256 over their raw strings.
 
 A window's state carries the fingerprint of the messages it has seen, so a window restored in
-another process can tell in one linear pass whether the history it is handed starts with them.
-It is not canonical JSON (a digest of every message's canonical JSON costs several times more):
-each message is written out by ``marshal`` in its format version 0, which tags every value with
-its type and writes each string as its length and raw UTF-8 bytes, in the order the message holds
-them, and the bytes go into one running hash. The walk is C, so the pass costs about what hashing
-the bytes does.
-
-Version 0 is chosen for what it leaves out: later versions write a back-reference for an object
-met twice and mark interned strings, so two equal histories whose objects are shared or interned
-differently would write different bytes. In version 0, equal data in equal order writes equal
-bytes in any process; a lone surrogate is written as its code point (``surrogatepass``), so no
-string is refused. The format has not changed in decades, but Python does not promise it across
-versions: a golden fingerprint in the tests holds every version cutctx is tested on to it, and a
-change would cost one reset of a restored window, never a wrong request.
-
-A message ``marshal`` cannot write (an SDK object, a mapping that is not a dict) is first made
-plain data: a mapping a dict, an object with ``model_dump`` the data it dumps; anything else is
-refused as not message data. What ``marshal`` writes beyond JSON's types (bytes, a set) is hashed
-as it is written: a set in its iteration order, which for strings differs between processes, so a
-restored window handed one may reset.
+another process can check in one linear pass that the history it is handed starts with them.
+Each message is written by ``marshal`` in its format version 0 — each value's type tag, each
+string's length and raw UTF-8 bytes (a lone surrogate as its code point), in order, with no
+back-references or interning marks, so equal data writes equal bytes whatever objects hold it —
+and the bytes go into one running hash. A message ``marshal`` cannot write (an SDK object, a
+mapping that is not a dict) is first made plain data; anything else is not message data. Why
+not canonical JSON, and what a change of Python version would cost: docs/design.md, "The
+fingerprint".
 """
 
 from __future__ import annotations
