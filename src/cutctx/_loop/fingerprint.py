@@ -46,14 +46,14 @@ class Fingerprint:
         Each message is written on its own (a marshalled value is self-delimiting), so feeding
         a history in several steps gives the fingerprint of feeding it at once.
         """
-        data, dumps, written = self._data, marshal.dumps, []
+        data, dumps, update = self._data, marshal.dumps, self._hash.update
         for index in range(start, len(messages)):
             value: Any = data(messages[index])
             try:
-                written.append(dumps(value, _VERSION))
+                written = dumps(value, _VERSION)
             except ValueError:  # not plain data: an SDK object, a mapping that is not a dict
-                written.append(dumps(_plain(value, index), _VERSION))
-        self._hash.update(b"".join(written))
+                written = dumps(_plain(value, index), _VERSION)
+            update(written)
         self.count = len(messages)
 
     def hexdigest(self) -> str:
