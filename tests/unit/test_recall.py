@@ -554,42 +554,47 @@ class TestContextWindowExcerpts:
             assert len(sent["content"][0]["content"]) == 1  # one text block
 
     @pytest.mark.parametrize("where", ["after the text", "before the text", "between two texts"])
-    def test_an_anthropic_image_block_stays_beside_an_excerpt_of_the_text_alone(
-        self, where: str
+    @pytest.mark.parametrize("fmt", ["anthropic", "openai_responses"])
+    def test_an_image_stays_beside_an_excerpt_of_the_text_alone(
+        self, fmt: FormatName, where: str
     ) -> None:
         """The excerpt is made of the result as read, where the image is a label line
-        (``[image]``); the image block is sent as it is, so the label is not sent as text."""
-        image: dict[str, Any] = {
-            "type": "image",
-            "source": {"type": "base64", "media_type": "image/png", "data": png(200, 200)},
-        }
-        log: dict[str, Any] = {"type": "text", "text": numbered(400)}
-        intro: dict[str, Any] = {"type": "text", "text": "Screenshot of the failing page:"}
+        (``[image]``); the image is sent as it is, after one text part, so the label is not
+        sent as text."""
+        kind = "text" if fmt == "anthropic" else "input_text"
+        image: dict[str, Any] = (
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": png(200, 200)},
+            }
+            if fmt == "anthropic"
+            else {"type": "input_image", "image_url": f"data:image/png;base64,{png(200, 200)}"}
+        )
+        log: dict[str, Any] = {"type": kind, "text": numbered(400)}
+        intro: dict[str, Any] = {"type": kind, "text": "Screenshot of the failing page:"}
         content: list[dict[str, Any]] = {
             "after the text": [log, image],
             "before the text": [image, log],
             "between two texts": [intro, image, log],
         }[where]
-        made = window("anthropic")
-        request = made.prepare(
-            [{"role": "user", "content": TASK}, *call("anthropic", "c", content)]
-        )
-        blocks = request[-1]["content"][0]["content"]
-        assert [block["type"] for block in blocks] == ["text", "image"]
-        assert blocks[1] == image
-        assert price("anthropic", request[-1]) <= 1000
-        sent = blocks[0]["text"]
+        made = window(fmt)
+        request = made.prepare([{"role": "user", "content": TASK}, *call(fmt, "c", content)])
+        body = request[-1]["content"][0]["content"] if fmt == "anthropic" else request[-1]["output"]
+        assert [part["type"] for part in body] == [kind, image["type"]]
+        assert body[1] == image
+        assert price(fmt, request[-1]) <= 1000
+        sent = body[0]["text"]
         said = ELISION.search(sent)
         assert said is not None
         head, tail = sent[: said.start()], sent[said.end() :].removeprefix("\n")
-        reading = "\n".join(block["text"] for block in content if block["type"] == "text")
+        reading = "\n".join(part["text"] for part in content if part["type"] == kind)
         assert head.endswith("\n")
         assert reading.startswith(head)
         assert tail
         assert reading.endswith(tail)
         assert "[image]" not in sent.splitlines()
         # The digest is the whole reading's, the original recall reads back.
-        whole = "\n".join(b["text"] if b["type"] == "text" else "[image]" for b in content)
+        whole = "\n".join(p["text"] if p["type"] == kind else "[image]" for p in content)
         assert said.group(3) == sha256_of(whole)
 
     def test_a_single_line_over_the_cap_keeps_its_head_cut_at_a_character(self) -> None:

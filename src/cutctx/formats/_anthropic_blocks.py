@@ -11,12 +11,12 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from cutctx._core.excerpts import shown_excerpt
 from cutctx.formats._common import (
     FILE_TOKENS,
     Pricer,
     as_json,
     check_dict,
+    excerpt_content,
     fail,
     joined,
     render_content,
@@ -34,31 +34,22 @@ FORMAT: Final = "anthropic"
 # Blocks that open a call: the client's tool_use, and the server-run and MCP tool uses whose
 # results the API puts in the same assistant message.
 USES: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+_TEXT: Final = frozenset({"text"})
 
 
 def excerpted(pricer: Pricer, index: int, result: Mapping[str, Any], excerpt: str) -> object:
-    """Return a tool result's content with its text blocks replaced by one: ``excerpt``.
+    """Return a tool result's content as sent with ``excerpt`` (``excerpt_content``).
 
-    The other blocks (images, documents) stay as they are, after it; the excerpt is of the
-    result as read, where each of them is a label line (``[image]``), and those lines are left
-    out of the text: the block itself says it.
+    One text block, then the result's images, documents and other blocks as they are.
     """
-    content = result.get("content")
-    if not isinstance(content, list | tuple):
-        return excerpt
-    parts: list[str] = []
-    shown: list[bool] = []
-    rest: list[Any] = []
-    for position, block in enumerate(content):
-        text, _ = block_of(pricer, index, block, f"messages[{index}].content[].content[{position}]")
-        is_text = block.get("type") == "text"
-        if not is_text:
-            rest.append(block)
-        if text:  # the reading leaves empty texts out (``blocks``)
-            parts.append(text)
-            shown.append(is_text)
-    text = excerpt if all(shown) else shown_excerpt(parts, shown, excerpt)
-    return [{"type": "text", "text": text}, *rest]
+    return excerpt_content(
+        result.get("content"),
+        excerpt,
+        partial(block_of, pricer, index),
+        _TEXT,
+        "text",
+        skip_empty=True,  # as ``blocks`` reads them
+    )
 
 
 def blocks(pricer: Pricer, index: int, content: object, where: str) -> tuple[str, int]:

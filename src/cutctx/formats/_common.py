@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 from baseaicore import ValidationError
 
 from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator, encoded_length
+from cutctx._core.excerpts import shown_excerpt
 from cutctx._core.metadata import (
     EXCERPT_KIND,
     KIND_METADATA,
@@ -529,6 +530,39 @@ def stub_content(original: object, stub: str, part_type: str) -> object:
     if isinstance(original, list | tuple):
         return [{"type": part_type, "text": stub}]
     return stub
+
+
+def excerpt_content(
+    original: object,
+    excerpt: str,
+    part: Callable[[object, str], tuple[str, int]],
+    text_types: frozenset[str],
+    part_type: str,
+    *,
+    skip_empty: bool = False,
+) -> object:
+    """Return an excerpted tool result's body: ``excerpt``, as one ``part_type`` text part first.
+
+    Its other parts (images, files: types not in ``text_types``) follow as they are. The
+    excerpt is of the body as read (``render_content`` with ``part`` and ``skip_empty``), where
+    each of them is a label line such as ``[image]``: those lines are left out of the text
+    (``shown_excerpt``), since the part itself is sent. A string body is the excerpt itself.
+    """
+    if not isinstance(original, list | tuple):
+        return excerpt
+    texts: list[str] = []
+    shown: list[bool] = []
+    rest: list[Any] = []
+    for position, value in enumerate(original):
+        text, _ = part(value, f"[{position}]")
+        is_text = value.get("type") in text_types
+        if not is_text:
+            rest.append(value)
+        if text or not skip_empty:
+            texts.append(text)
+            shown.append(is_text)
+    sent = excerpt if all(shown) else shown_excerpt(texts, shown, excerpt)
+    return [{"type": part_type, "text": sent}, *rest]
 
 
 def joined(texts: Sequence[str]) -> str:

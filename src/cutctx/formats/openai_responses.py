@@ -32,6 +32,7 @@ from cutctx.formats._common import (
     check_dict,
     check_messages,
     collect,
+    excerpt_content,
     fail,
     field_of,
     is_empty,
@@ -73,6 +74,7 @@ _PAIRS: Final = {  # a call's item type -> the type of the output that answers i
     "apply_patch_call": "apply_patch_call_output",
 }
 _CALL_OF: Final = {output: call for call, output in _PAIRS.items()}
+_TEXT_PARTS: Final = frozenset({"input_text", "output_text", "refusal"})  # the rest read as labels
 _ARGUMENTS: Final = {"function_call": "arguments", "custom_tool_call": "input"}
 # Outputs whose whole body is the text field ``output``: the only items ever masked.
 _MASKABLE: Final = frozenset(
@@ -162,7 +164,14 @@ class _OpenAIResponses(Format[Message]):
             item = binding.messages[piece.index]
             if piece.masked:
                 item = dict(item)
-                item["output"] = stub_content(item.get("output"), piece.masked[None], "input_text")
+                stub = piece.masked[None]
+                if None in piece.excerpts:  # one input_text part; images and files stay
+                    read = partial(_part, Pricer.of(FORMAT, binding.estimator), piece.index)
+                    item["output"] = excerpt_content(
+                        item.get("output"), stub, read, _TEXT_PARTS, "input_text"
+                    )
+                else:
+                    item["output"] = stub_content(item.get("output"), stub, "input_text")
             out.append(item)
         return Rendered(restore(binding, out), costs)
 
@@ -568,7 +577,7 @@ def _part(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, i
     """Render and price one part: text, refusal, image, audio, file or another type."""
     part = check_dict(FORMAT, index, value, where)
     kind = part.get("type")
-    if kind in ("input_text", "output_text", "refusal"):
+    if kind in _TEXT_PARTS:
         field = "refusal" if kind == "refusal" else "text"
         text = text_field(FORMAT, index, part.get(field), f"{where}.{field}")
         return text, pricer.text(text)
