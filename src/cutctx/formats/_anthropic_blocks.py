@@ -34,7 +34,7 @@ FORMAT: Final = "anthropic"
 # Blocks that open a call: the client's tool_use, and the server-run and MCP tool uses whose
 # results the API puts in the same assistant message.
 USES: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
-_TEXT: Final = frozenset({"text"})
+_TEXT: Final = ("text",)
 
 
 def excerpted(pricer: Pricer, index: int, result: Mapping[str, Any], excerpt: str) -> object:

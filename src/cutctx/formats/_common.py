@@ -536,7 +536,7 @@ def excerpt_content(
     original: object,
     excerpt: str,
     part: Callable[[object, str], tuple[str, int]],
-    text_types: frozenset[str],
+    text_types: tuple[str, ...],
     part_type: str,
     *,
     skip_empty: bool = False,

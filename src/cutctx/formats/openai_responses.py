@@ -74,7 +74,8 @@ _PAIRS: Final = {  # a call's item type -> the type of the output that answers i
     "apply_patch_call": "apply_patch_call_output",
 }
 _CALL_OF: Final = {output: call for call, output in _PAIRS.items()}
-_TEXT_PARTS: Final = frozenset({"input_text", "output_text", "refusal"})  # the rest read as labels
+# Parts that read as their text; the rest read as labels. A tuple: a part's type may be any value.
+_TEXT_PARTS: Final = ("input_text", "output_text", "refusal")
 _ARGUMENTS: Final = {"function_call": "arguments", "custom_tool_call": "input"}
 # Outputs whose whole body is the text field ``output``: the only items ever masked.
 _MASKABLE: Final = frozenset(

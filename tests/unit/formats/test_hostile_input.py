@@ -1,7 +1,8 @@
 """Input no provider would send still gets a ``ValidationError``, never a crash from inside.
 
 Values a JSON parser can produce but the formats cannot price (nesting past Python's recursion
-limit, integers too long to print) and Python values no parser produces (a circular dict), in
+limit, integers too long to print, a part whose type is a list) and Python values no parser
+produces (a circular dict), in
 every format, through ``count_tokens`` and ``compact_messages``; and tool results holding lone
 surrogates, which are valid content and are masked like any other.
 """
@@ -42,6 +43,7 @@ CASES: dict[str, list[Any]] = {
     ],
     "a role too long to print": [{"role": 10**5_000, "content": "x"}],
     "a circular part": [{"role": "user", "content": [circular()]}],
+    "a part whose type is a list": [{"role": "user", "content": [{"type": [], "text": "a"}]}],
 }
 
 
