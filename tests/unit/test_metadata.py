@@ -31,7 +31,7 @@ from cutctx._core.metadata import (
     SUMMARY_KIND,
     TOOL_NAME_METADATA,
 )
-from cutctx.formats import _common, openai_chat
+from cutctx.formats import _marks, openai_chat
 
 # The strings are a contract: 0.1 wrote the executor's keys, context-clipper's users write the
 # message keys, and applications read all of them back.
@@ -86,7 +86,7 @@ class TestMetadataKeys:
 
     def test_the_keys_users_write_are_public_and_the_formats_names_for_them(self) -> None:
         assert (cutctx.STICKY_KEY, cutctx.PRIORITY_KEY) == (STICKY_KEY, PRIORITY_KEY)
-        assert (_common.STICKY_KEY, _common.PRIORITY_KEY) == (STICKY_KEY, PRIORITY_KEY)
+        assert (_marks.STICKY_KEY, _marks.PRIORITY_KEY) == (STICKY_KEY, PRIORITY_KEY)
 
     def test_the_formats_read_the_message_keys_into_a_pin_and_the_priority_metadata(
         self,

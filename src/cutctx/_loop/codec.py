@@ -26,7 +26,7 @@ from cutctx._loop.ledger import REQUEST_TURN_ID
 from cutctx._loop.settings import Settings
 from cutctx._policies.draft import estimator_marks
 from cutctx.formats import resolve
-from cutctx.formats._common import unmarked
+from cutctx.formats._marks import unmarked
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

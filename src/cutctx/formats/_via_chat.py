@@ -28,9 +28,9 @@ from cutctx.formats._common import (
     Pricer,
     collect,
     fail,
-    read_marks,
 )
 from cutctx.formats._format import Format, Rendered, Scanned
+from cutctx.formats._marks import read_marks
 from cutctx.formats.openai_chat import OPENAI_CHAT
 
 if TYPE_CHECKING:

@@ -46,9 +46,7 @@ from cutctx.formats._common import (
     fail,
     field_of,
     joined,
-    read_marks,
     restore,
-    sent_originals,
     shown,
     stub_content,
     summary_text,
@@ -61,6 +59,7 @@ from cutctx.formats._images import (
     ANTHROPIC_IMAGE_MAX_TOKENS,
     ANTHROPIC_IMAGE_PIXELS_PER_TOKEN,
 )
+from cutctx.formats._marks import read_marks, sent_originals
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence

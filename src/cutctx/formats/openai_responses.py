@@ -38,16 +38,15 @@ from cutctx.formats._common import (
     is_empty,
     joined,
     openai_image_tokens,
-    read_marks,
     render_content,
     restore,
-    sent_originals,
     shown,
     stub_content,
     summary_text,
     text_field,
 )
 from cutctx.formats._format import Format, Rendered, Scanned
+from cutctx.formats._marks import read_marks, sent_originals
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence

@@ -1,0 +1,133 @@
+"""A message's marks: ``sticky`` and ``priority`` keys, the callables in their place, tool names.
+
+A format reads its messages' marks onto their turns (pinned, ``cutctx.priority``,
+``cutctx.tool_name``) and sends a marked message as a copy without its ``sticky``/``priority``
+keys; the window's state rebuilds that copy with ``unmarked``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from cutctx._core.metadata import PRIORITY_KEY, PRIORITY_METADATA, STICKY_KEY, TOOL_NAME_METADATA
+from cutctx.formats._common import fail
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from cutctx._core.values import TranscriptTurn
+    from cutctx.formats._common import Part
+
+__all__ = ["PRIORITY_KEY", "STICKY_KEY", "read_marks", "sent_originals", "unmarked"]
+
+_MARK_KEYS: Final = (STICKY_KEY, PRIORITY_KEY)
+
+
+def unmarked(message: Mapping[str, Any]) -> dict[str, Any]:
+    """Return ``message`` without the ``sticky``/``priority`` keys: what is sent of it."""
+    return {key: value for key, value in message.items() if key not in _MARK_KEYS}
+
+
+def read_marks(
+    fmt: str,
+    items: tuple[dict[str, Any], ...],
+    turns: list[TranscriptTurn],
+    parts: dict[str, Part],
+    tool_names: Mapping[str, str],
+    *,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    offset: int = 0,
+) -> tuple[dict[str, Any], ...]:
+    """Mark the turns of ``items`` in place; return the messages as they are to be sent.
+
+    ``items`` come after ``offset`` earlier messages: the callables get history indices.
+
+    A message's ``sticky: true`` or a true ``pin(index, message)`` pins its turns; its
+    ``priority`` key, or ``priority(index, message)`` in its place, becomes their
+    ``cutctx.priority``; ``tool_names`` (turn id to tool) becomes ``cutctx.tool_name``. A
+    message with either key is sent as a copy without both; any other is sent as it is.
+
+    Raises:
+        ValidationError: naming the message for a ``sticky`` that is not a bool or a
+            ``priority`` that is not an int (either key's or either callable's), or a
+            ``priority``/``pin`` that is not callable.
+    """
+    for name, function in (("priority", priority), ("pin", pin)):
+        if function is not None and not callable(function):
+            raise fail(fmt, None, f"{name} must be callable(index, message)", field=name)
+    marks: dict[int, tuple[bool, str | None]] = {}
+    sent: list[dict[str, Any]] | None = None
+    for position, message in enumerate(items):
+        index = offset + position
+        sticky, rank = False, None
+        if STICKY_KEY in message or PRIORITY_KEY in message:
+            sticky = _flag(fmt, index, message.get(STICKY_KEY, False), "sticky")
+            if PRIORITY_KEY in message:
+                rank = _integer(fmt, index, message[PRIORITY_KEY], "priority")
+            if sent is None:
+                sent = list(items)
+            sent[position] = unmarked(message)
+        if pin is not None:
+            sticky = _flag(fmt, index, pin(index, message), "pin(index, message)") or sticky
+        if priority is not None:
+            rank = _integer(fmt, index, priority(index, message), "priority(index, message)")
+        if sticky or rank is not None:
+            marks[index] = (sticky, None if rank is None else str(rank))
+    if marks or tool_names:
+        _mark_turns(turns, parts, marks, tool_names)
+    return items if sent is None else tuple(sent)
+
+
+def sent_originals[M](
+    messages: Sequence[M], items: tuple[dict[str, Any], ...], sent: tuple[dict[str, Any], ...]
+) -> Sequence[M]:
+    """Return the caller's messages, with each key-stripped copy ``read_marks`` made in place.
+
+    A kept marked message then comes back as that copy, never with its ``sticky``/``priority``.
+    """
+    if sent is items:
+        return messages
+    return [
+        cast("M", copy) if copy is not read else original
+        for original, read, copy in zip(messages, items, sent, strict=True)
+    ]
+
+
+def _mark_turns(
+    turns: list[TranscriptTurn],
+    parts: dict[str, Part],
+    marks: Mapping[int, tuple[bool, str | None]],
+    tool_names: Mapping[str, str],
+) -> None:
+    """Replace each marked turn (pinned, priority, tool name) in ``turns`` and ``parts``."""
+    for position, turn in enumerate(turns):
+        part = parts[turn.turn_id]
+        mark = marks.get(part.index)
+        tool_name = tool_names.get(turn.turn_id)
+        if mark is None and tool_name is None:
+            continue
+        metadata = dict(turn.metadata)
+        pinned = turn.pinned
+        if mark is not None:
+            pinned = pinned or mark[0]
+            if mark[1] is not None:
+                metadata[PRIORITY_METADATA] = mark[1]
+        if tool_name is not None:
+            metadata[TOOL_NAME_METADATA] = tool_name
+        marked = dataclasses.replace(turn, pinned=pinned, metadata=metadata)
+        turns[position] = marked
+        parts[turn.turn_id] = dataclasses.replace(part, turn=marked)
+
+
+def _flag(fmt: str, index: int, value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise fail(fmt, index, f"{what} must be true or false, got {type(value).__name__}")
+    return value
+
+
+def _integer(fmt: str, index: int, value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise fail(fmt, index, f"{what} must be an integer, got {type(value).__name__}")
+    return value
