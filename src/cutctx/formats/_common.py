@@ -429,19 +429,33 @@ def excerpt_content(
     """
     if not isinstance(original, list | tuple):
         return excerpt
-    texts: list[str] = []
-    shown: list[bool] = []
-    rest: list[Any] = []
-    for position, value in enumerate(original):
-        text, _ = part(value, f"[{position}]")
-        is_text = value.get("type") in text_types
-        if not is_text:
-            rest.append(value)
+    read, _ = _read_parts(original, "", part, skip_empty=skip_empty)
+    shown = [value.get("type") in text_types for value, _ in read]
+    if not all(shown):
+        excerpt = shown_excerpt([text for _, text in read], shown, excerpt)
+    rest = [value for value in original if value.get("type") not in text_types]
+    return [{"type": part_type, "text": excerpt}, *rest]
+
+
+def _read_parts(
+    parts: Sequence[Any],
+    where: str,
+    part: Callable[[object, str], tuple[str, int]],
+    *,
+    skip_empty: bool,
+) -> tuple[list[tuple[Any, str]], int]:
+    """Return the parts a reading shows, each with its text, and the price of them all.
+
+    Empty texts are left out of the reading if ``skip_empty``.
+    """
+    read: list[tuple[Any, str]] = []
+    cost = 0
+    for position, value in enumerate(parts):
+        text, price = part(value, f"{where}[{position}]")
+        cost += price
         if text or not skip_empty:
-            texts.append(text)
-            shown.append(is_text)
-    sent = excerpt if all(shown) else shown_excerpt(texts, shown, excerpt)
-    return [{"type": part_type, "text": sent}, *rest]
+            read.append((value, text))
+    return read, cost
 
 
 def joined(texts: Sequence[str]) -> str:
@@ -470,14 +484,8 @@ def render_content(  # noqa: PLR0917 - the format, the place and the part render
         return content, pricer.text(content)
     if not isinstance(content, list | tuple):
         raise fail(fmt, index, f"{where} must be a string or a list, got {type(content).__name__}")
-    texts: list[str] = []
-    cost = 0
-    for position, value in enumerate(content):
-        text, price = part(value, f"{where}[{position}]")
-        cost += price
-        if text or not skip_empty:
-            texts.append(text)
-    return joined(texts), cost
+    read, cost = _read_parts(content, where, part, skip_empty=skip_empty)
+    return joined([text for _, text in read]), cost
 
 
 def system_text(fmt: str, system: object, pricer: Pricer) -> tuple[str, int] | None:
