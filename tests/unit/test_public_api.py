@@ -12,6 +12,8 @@ from typing import Any
 import baseaicore
 import pytest
 from baseaicore import SuiteError
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 import cutctx
 from cutctx import (
@@ -168,6 +170,13 @@ class TestExports:
     def test_the_version_is_a_release_string(self) -> None:
         assert re.fullmatch(r"\d+\.\d+\.\d+", cutctx.__version__)
 
+    def test_the_version_stays_within_the_applications_pin(self) -> None:
+        """Both applications pin ``cutctx>=0.1,<0.2``: a version outside it cannot be installed
+        beside them, and above 0.1.0 it must be, or pip would prefer the published 0.1.0."""
+        version = Version(cutctx.__version__)
+        assert version in SpecifierSet(">=0.1,<0.2")
+        assert version > Version("0.1.0")
+
     def test_the_version_is_written_once_and_the_build_reads_it(self) -> None:
         """pyproject.toml names no version of its own: hatch reads ``cutctx/_version.py``."""
         root = Path(__file__).resolve().parents[2]
@@ -181,7 +190,7 @@ class TestExports:
         assert "version" not in project["project"]
         assert project["project"]["dynamic"] == ["version"]
         assert source == root / "src" / "cutctx" / "_version.py"
-        assert ast.literal_eval(assignment.value) == cutctx.__version__ == "0.2.0"
+        assert ast.literal_eval(assignment.value) == cutctx.__version__ == "0.1.1"
         written = [
             path.relative_to(root).as_posix()
             for path in (root / "src").rglob("*.py")

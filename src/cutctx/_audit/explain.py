@@ -34,7 +34,7 @@ def explain(
 
     .. versionadded:: 0.1.0
 
-    .. versionchanged:: 0.2.0
+    .. versionchanged:: 0.1.1
        Explains excerpts.
 
     >>> from cutctx import CompactionBudget, DropOldestPolicy, Role, Transcript, TranscriptTurn

@@ -225,7 +225,7 @@ def excerpt(
     line 39
     line 40
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
 
     Raises:
         ValidationError: if ``recall_tool`` is given and is not a name on one line.
@@ -392,7 +392,7 @@ def page(text: str, start_line: object, max_tokens: object, price: Price) -> str
     >>> page("a\nb\nc\n", 2, 100, len)
     'b\nc\n'
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
     for name, value in (("start_line", start_line), ("max_tokens", max_tokens)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:

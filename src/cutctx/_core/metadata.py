@@ -74,12 +74,12 @@ PRIORITY_METADATA: Final = "cutctx.priority"
 STICKY_KEY: Final = "sticky"
 """A message key (context-clipper's): ``true`` pins the message's turns. Never sent on.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 PRIORITY_KEY: Final = "priority"
 """A message key (context-clipper's): an integer, the priority of the message's turns
 (``cutctx.priority``). Never sent on.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """

@@ -18,7 +18,7 @@ class CompactionReport:
     Every figure is copied from the plan; every id list is in transcript order (``summary_turn_ids``
     in view order). ``to_dict()`` is plain JSON.
 
-    .. versionchanged:: 0.2.0
+    .. versionchanged:: 0.1.1
        ``excerpted_turn_ids`` (in ``to_dict()`` only when not empty).
     """
 

@@ -65,7 +65,7 @@ class Action(enum.StrEnum):
     EXCERPT = "excerpt"
     """A tool result over ``CompactionBudget.max_result_tokens`` sent as its head and tail lines.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
 
 
@@ -305,7 +305,7 @@ class CompactionBudget:
         ValidationError: if ``max_tokens`` or ``protected_recent_turns`` is negative or not an
             int, or ``max_result_tokens`` is neither ``None`` nor an int of at least 1.
 
-    .. versionchanged:: 0.2.0
+    .. versionchanged:: 0.1.1
        ``max_result_tokens``.
     """
 
@@ -335,7 +335,7 @@ class CompactionBudget:
 class TurnReplacement:
     """The body a ``MASK`` or ``EXCERPT`` action puts in place of a turn's content, and its price.
 
-    .. versionchanged:: 0.2.0
+    .. versionchanged:: 0.1.1
        Also an excerpt's body.
     """
 
@@ -361,7 +361,7 @@ class TurnAction:
     ``replacement`` is set exactly for ``MASK`` and ``EXCERPT`` (the stub or the excerpt, and
     its token estimate) and ``summary_group`` exactly for ``SUMMARIZE``.
 
-    .. versionchanged:: 0.2.0
+    .. versionchanged:: 0.1.1
        ``EXCERPT`` carries its excerpt as the replacement.
     """
 

@@ -121,7 +121,7 @@ def compact_messages[M](
         SummaryMissing: if ``policy`` plans a summary and no ``summarize`` was given.
 
     .. versionadded:: 0.1.0
-    .. versionchanged:: 0.2.0
+    .. versionchanged:: 0.1.1
        ``format`` may be a ``Format``; an async ``summarize`` is refused; ``max_result_tokens``.
     """
     job = _Job.of(
@@ -167,7 +167,7 @@ async def acompact_messages[M](
         BudgetUnsatisfiable: as ``compact_messages``.
         SummaryMissing: as ``compact_messages``.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
     job = _Job.of(
         messages, max_tokens, format, system, policy, summarize, estimator,
@@ -383,7 +383,7 @@ def default_messages_policy(
     >>> default_messages_policy().name
     'chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
     check_count("default_messages_policy", "keep_recent_results", keep_recent_results)
     old = ObservationMaskingPolicy(keep_recent_results, placeholder, estimator=estimator)

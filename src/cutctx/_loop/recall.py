@@ -191,7 +191,7 @@ def recall(
     Raises:
         ValidationError: for malformed messages, an unknown format or a bad ``max_tokens``.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
     fmt = resolve(format, owner="recall")
     cap = check_count("recall", "max_tokens", max_tokens)

@@ -70,7 +70,7 @@ class ContextWindow:
         ValidationError: for an unknown format or a bad setting, naming it.
 
     .. versionadded:: 0.1.0
-    .. versionchanged:: 0.2.0
+    .. versionchanged:: 0.1.1
        ``format`` may be a ``cutctx.formats.Format``; a history is recognised by content.
     """
 

@@ -48,7 +48,7 @@ class PolicyChain(BuiltinPolicy):
     budget (``ExcerptingPolicy``, whose limit is the budget's ``max_result_tokens``) runs even
     while the view fits.
 
-    .. versionchanged:: 0.2.0
+    .. versionchanged:: 0.1.1
        Composes excerpts, and runs an excerpting member while the view fits.
 
     Raises:

@@ -56,7 +56,7 @@ class ExcerptingPolicy(BuiltinPolicy):
         ValidationError: for an ``estimator`` without ``estimate_tokens`` or a ``recall_tool``
             that is not a name on one line.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
 
     __slots__ = ("_estimator", "_recall_tool")

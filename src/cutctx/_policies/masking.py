@@ -79,7 +79,7 @@ class ObservationMaskingPolicy(BuiltinPolicy):
             blank or non-string ``placeholder``, an empty or non-string tool name, or an
             ``estimator`` without ``estimate_tokens``.
 
-    .. versionchanged:: 0.2.0
+    .. versionchanged:: 0.1.1
        The stub of an excerpted result names the original.
     """
 

@@ -55,7 +55,7 @@ type FormatName = Literal[
 ]
 """The names of the built-in formats (and of the frameworks'); a misspelt one is a type error.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 _BUILT_IN: Final[dict[str, Format[Message]]] = {
@@ -69,7 +69,7 @@ it is imported only when its name is resolved."""
 NAMES: Final = tuple(_BUILT_IN)
 """The names of the provider formats (built in, no extra needed), in the order the docs list them.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 
@@ -79,7 +79,7 @@ def resolve(format: object, *, owner: str = "format") -> Format[Any]:
     Raises:
         ValidationError: for anything else, naming the built-in names (and ``owner``).
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
     if isinstance(format, Format):
         return format

@@ -39,7 +39,7 @@ class Scanned[M](NamedTuple):
     be sent (``sent``: dicts, never the caller's objects changed) and the caller's objects as
     they are returned when kept (``originals``), one of each per message read.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
 
     turns: tuple[TranscriptTurn, ...]
@@ -55,7 +55,7 @@ class Rendered[M](NamedTuple):
     (plus anything the format added, such as a filler message). ``joined`` lists the source
     messages (by history index) that the format merged into the message before them.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
 
     messages: list[M]
@@ -71,7 +71,7 @@ class Format[M](ABC):
     are ``cutctx.formats.OPENAI_CHAT``, ``OPENAI_RESPONSES`` and ``ANTHROPIC``; everything that
     takes a format also takes its name.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
 
     __slots__ = ()

@@ -211,7 +211,7 @@ class _Anthropic(Format[Message]):
 ANTHROPIC: Final[Format[Message]] = _Anthropic()
 """The Messages API ``Format``; ``format="anthropic"`` names it.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 

@@ -18,7 +18,7 @@ is the caller's own, a masked one a ``model_copy`` with the stub as its content,
 >>> count_tokens(messages)
 6
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class _LangChain(ViaChat[BaseMessage]):
 LANGCHAIN: Final[Format[BaseMessage]] = _LangChain()
 """The LangChain ``Format``; ``format="langchain"`` names it.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 
@@ -121,7 +121,7 @@ def to_transcript[M: BaseMessage](
             without its ``ToolMessage``, a ``ToolMessage`` no call precedes, an empty
             ``HumanMessage``).
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
     made = LANGCHAIN.to_transcript(
         messages, estimator=estimator, system=system, priority=priority, pin=pin
@@ -140,7 +140,7 @@ def from_transcript[M: BaseMessage](
     Raises:
         ValidationError: for a binding of another format or a view it cannot have produced.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
     rebuilt = LANGCHAIN.from_transcript(view, cast("Binding[BaseMessage]", binding))
     return cast("list[M]", rebuilt)
@@ -159,6 +159,6 @@ def count_tokens(
     Raises:
         ValidationError: for anything but a ``BaseMessage``, or a field of the wrong type.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
     return LANGCHAIN.count_tokens(messages, estimator=estimator, system=system)

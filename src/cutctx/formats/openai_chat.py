@@ -68,7 +68,7 @@ REPLY_PRIMING_TOKENS: Final = 3
 (``<|start|>assistant<|message|>``, OpenAI's ``num_tokens_from_messages``): a cost of the
 request, not of any message, so no turn carries it.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 _NAME_TOKENS: Final = 1
@@ -164,7 +164,7 @@ class _OpenAIChat(Format[Message]):
 OPENAI_CHAT: Final[Format[Message]] = _OpenAIChat()
 """The Chat Completions ``Format``; ``format="openai_chat"`` names it.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 
@@ -192,7 +192,7 @@ def to_transcript[M: Message](
             call id an earlier exchange used is no error.
 
     .. versionadded:: 0.1.0
-    .. versionchanged:: 0.2.0
+    .. versionchanged:: 0.1.1
        With a ``TokenizerEstimator`` a message's price holds its role's tokens (a tool
        message's, its call's) and a ``name`` adds 1; a call id reused by a later exchange is
        accepted.
@@ -307,7 +307,7 @@ def count_tokens(
     Raises:
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
 
-    .. versionchanged:: 0.2.0
+    .. versionchanged:: 0.1.1
        With a ``TokenizerEstimator``: the roles, 1 per ``name`` and the reply's priming.
     """
     return OPENAI_CHAT.count_tokens(messages, estimator=estimator, system=system)
@@ -323,7 +323,7 @@ def request_overhead(estimator: TokenEstimator | None = None) -> int:
     >>> request_overhead()
     0
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
     return REPLY_PRIMING_TOKENS if isinstance(estimator, TokenizerEstimator) else 0
 

@@ -191,7 +191,7 @@ class _OpenAIResponses(Format[Message]):
 OPENAI_RESPONSES: Final[Format[Message]] = _OpenAIResponses()
 """The Responses API ``Format``; ``format="openai_responses"`` names it.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 

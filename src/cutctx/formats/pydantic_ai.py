@@ -21,7 +21,7 @@ this module imports ``pydantic_ai`` (``pip install "cutctx[pydantic-ai]"``).
 >>> transcript.turn_ids(), from_transcript(transcript, binding) == messages
 (('m0', 'm1'), True)
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ class _PydanticAI(ViaChat[ModelMessage]):
 PYDANTIC_AI: Final[Format[ModelMessage]] = _PydanticAI()
 """The Pydantic AI ``Format``; ``format="pydantic_ai"`` names it.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 
@@ -287,7 +287,7 @@ def to_transcript[M: ModelMessage](
             ``ModelResponse``, or a history OpenAI would refuse (a call no request answers, a
             result no call precedes, an empty user prompt).
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
     made = PYDANTIC_AI.to_transcript(
         messages, estimator=estimator, system=system, priority=priority, pin=pin
@@ -306,7 +306,7 @@ def from_transcript[M: ModelMessage](
     Raises:
         ValidationError: for a binding of another format or a view it cannot have produced.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
     rebuilt = PYDANTIC_AI.from_transcript(view, cast("Binding[ModelMessage]", binding))
     return cast("list[M]", rebuilt)
@@ -325,6 +325,6 @@ def count_tokens(
     Raises:
         ValidationError: for anything but a ``ModelRequest`` or ``ModelResponse``.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
     return PYDANTIC_AI.count_tokens(messages, estimator=estimator, system=system)

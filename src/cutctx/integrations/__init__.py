@@ -13,5 +13,5 @@ history. Importing this package imports no framework; each module imports only i
 raises an ``ImportError`` naming its extra when that framework is not installed. See
 ``docs/integrations.md``.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """

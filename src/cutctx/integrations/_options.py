@@ -38,7 +38,7 @@ _CALLABLES: Final = ("estimator", "summarize", "policy", "priority", "pin")
 class WindowOptions(TypedDict, total=False):
     """``ContextWindow``'s keyword options an integration passes on (all but ``system``).
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
 
     compact_at: float | int

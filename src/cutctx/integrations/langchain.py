@@ -13,7 +13,7 @@ window's ``state()`` is written to the agent state under ``cutctx_window`` (thro
 the same checkpointer and ``thread_id`` continues with the same requests. Importing this module
 imports LangChain (``pip install "cutctx[langchain]"``).
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ __all__ = ["STATE_KEY", "ContextWindowMiddleware", "ContextWindowState"]
 STATE_KEY: Final = "cutctx_window"
 """The agent-state key that holds the window's ``state()``.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 _KEEP: Final = 32
@@ -61,7 +61,7 @@ _KEEP: Final = 32
 class ContextWindowState(AgentState[Any]):
     """The agent state with the window's ``state()`` under ``cutctx_window``.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
 
     cutctx_window: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
@@ -80,7 +80,7 @@ class ContextWindowMiddleware(AgentMiddleware[ContextWindowState, Any, Any]):
     Raises:
         ValidationError: for an option ``ContextWindow`` refuses (or ``system``/``format``).
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
 
     state_schema = ContextWindowState

@@ -12,7 +12,7 @@ items compacted by one window and the instructions unchanged (priced as the wind
 SDK ``Session``, and ``ContextWindowFilter.from_state`` continues it in another process.
 Importing this module imports the Agents SDK (``pip install "cutctx[openai-agents]"``).
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class ContextWindowFilter(HeldWindow):
     Raises:
         ValidationError: for an option ``ContextWindow`` refuses (or ``system``/``format``).
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
 
     __slots__ = ("_options", "_window")

@@ -12,7 +12,7 @@ priced as the window's ``system`` and sent unchanged. The processor is also call
 Keep one per conversation; ``state()`` / ``from_state`` carry it to another process. Importing
 this module imports Pydantic AI (``pip install "cutctx[pydantic-ai]"``).
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.1
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class ContextWindowProcessor(HeldWindow, AbstractCapability[Any]):
     Raises:
         ValidationError: for an option ``ContextWindow`` refuses (or ``system``/``format``).
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.1
     """
 
     def __init__(self, max_tokens: int, **window_options: Unpack[WindowOptions]) -> None:
