@@ -8,30 +8,59 @@ import dataclasses
 import json
 import subprocess
 import sys
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import pytest
+from langchain_core.messages import AIMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from tests.fleet.agents import SYSTEM, TURNS, Input, ScriptedChatModel, agent, run_turn, stats
+from cutctx import ContextWindow
+from cutctx.formats.langchain import LANGCHAIN
+from tests.fleet.agents import (
+    MAX_TOKENS,
+    SYSTEM,
+    TURNS,
+    Input,
+    ScriptedChatModel,
+    agent,
+    bare,
+    config,
+    run_turn,
+    stats,
+)
 from tests.fleet.database import ROOT
 
 if TYPE_CHECKING:
     from pathlib import Path
     from types import TracebackType
 
+    from langgraph.graph.state import CompiledStateGraph
+
 THREADS = ("alpha", "bravo", "charlie", "delta")
 
 
 def one_process(thread: str) -> tuple[list[list[Input]], dict[str, int]]:
     """Each turn's model inputs, and the window's final stats, of ``thread`` served by one
-    agent in this process (in memory)."""
+    agent in this process (in memory); checked against one uninterrupted window first."""
     model = ScriptedChatModel()
     graph = agent(model, InMemorySaver())
     inputs = [run_turn(graph, model, thread, turn) for turn in range(TURNS)]
+    assert [one for turn in inputs for one in turn] == uninterrupted(graph, thread)
     return inputs, dataclasses.asdict(stats(graph, thread))
+
+
+def uninterrupted(graph: CompiledStateGraph[Any, Any, Any, Any], thread: str) -> list[Input]:
+    """The model inputs one window that is never stored gives ``thread``: the history before
+    each of the model's replies, prepared in turn, after the system prompt."""
+    window = ContextWindow(LANGCHAIN, max_tokens=MAX_TOKENS, keep_first=1, system=SYSTEM)
+    messages = graph.get_state(config(thread)).values["messages"]
+    return [
+        bare([SystemMessage(SYSTEM), *window.prepare(messages[:index])])
+        for index, message in enumerate(messages)
+        if isinstance(message, AIMessage)
+    ]
 
 
 class Workers:
@@ -76,12 +105,15 @@ class Workers:
     ) -> None:
         for process in self.processes:
             assert process.stdin is not None
-            process.stdin.close()
+            process.stdin.close()  # a worker stops at the end of its input
+            if kind is not None:
+                process.kill()  # a failed test leaves no worker behind
         for process in self.processes:
-            if process.wait(timeout=60) != 0 and kind is None:
-                pytest.fail(f"a worker exited with {process.returncode}")
+            status = process.wait(timeout=60)
             assert process.stdout is not None
             process.stdout.close()
+            if status != 0 and kind is None:
+                pytest.fail(f"a worker exited with {status}")
 
 
 def alternate(backend: str, target: str) -> None:
@@ -101,13 +133,11 @@ def alternate(backend: str, target: str) -> None:
 def own_thread_only(thread: str, inputs: Input) -> list[str]:
     """What in one model input does not belong to ``thread``."""
     wrong = []
-    others = [f"[{other}]" for other in THREADS if other != thread]
+    others = [other for other in THREADS if other != thread]
     for message in inputs:
         kind, data = message["type"], message["data"]
         text = json.dumps(data, ensure_ascii=False)
-        if any(tag in text for tag in others) or any(
-            f'"{o}-' in text for o in THREADS if o != thread
-        ):
+        if any(f"[{other}]" in text or f'"{other}-' in text for other in others):
             wrong.append(f"{kind} message of another thread: {text[:80]}")
         elif kind == "system":
             if data["content"] != SYSTEM:
@@ -170,6 +200,8 @@ class TestPostgresSaverAcrossProcesses:
                     assert held["resets"] == 0, f"{thread} turn {turn}"
                     done[thread] += 1
                     served[thread].add(worker)
+                    if done[thread] == TURNS:
+                        assert held == expected[thread][1], thread
                 round_ += 1
         assert all(len(workers_) == 3 for workers_ in served.values())  # each moved around
 
@@ -179,3 +211,14 @@ class TestSqliteSaverAcrossProcesses:
         self, sqlite_saver: str
     ) -> None:
         alternate("sqlite", sqlite_saver)
+
+
+class TestOwnThreadOnly:
+    def test_it_names_another_threads_messages_in_an_input(self) -> None:
+        """The check the concurrent test relies on sees a crossed input."""
+        inputs, _ = one_process("bravo")
+        crossed = inputs[1][-1]
+        assert own_thread_only("bravo", crossed) == []
+        assert own_thread_only("alpha", crossed) != []
+        mixed = [*one_process("alpha")[0][1][-1], crossed[-1]]
+        assert len(own_thread_only("alpha", mixed)) == 1
