@@ -52,6 +52,7 @@ class TestStatelessWorkersOnJsonb:
         expected, expected_stats = in_process()
         assert expected_stats[-1]["compactions"] >= 20  # the session outgrows the window often
         assert expected_stats[-1]["resets"] == 0
+        assert any("Summary of" in json.dumps(request) for request in expected)  # summaries too
         with psycopg.connect(database, autocommit=True) as connection:
             connection.execute(SCHEMA)
         for step, new in enumerate(session()):
