@@ -36,6 +36,7 @@ from cutctx import (
     explain,
 )
 from cutctx._cli import main, views
+from cutctx._cli.page import html_page
 from cutctx._cli.inputs import Conversation
 from cutctx._cli.job import Job, Settings, build_policy, rebuilt_policy
 from cutctx.formats import OPENAI_CHAT, anthropic, openai_chat
@@ -128,11 +129,11 @@ class TestPlan:
         assert "http://" not in text
         assert "https://" not in text
         for turn_id in openai_chat.to_transcript(chat_messages())[0].turn_ids():
-            assert f"<b>{turn_id}</b>" in text
+            assert f'title="{turn_id} · ' in text
         assert 'class="turn drop"' in text
         assert 'class="turn keep"' in text
 
-    def test_html_blocks_start_from_no_width_and_grow_by_their_tokens(
+    def test_html_blocks_are_their_turns_share_of_the_tokens(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         messages = chat_messages()
@@ -140,13 +141,19 @@ class TestPlan:
         page = tmp_path / "plan.html"
         code, _, _ = run(capsys, "plan", str(path), "--max-tokens", "480", "--html", str(page))
         text = page.read_text("utf-8")
-        rule = re.search(r"\.turn\{([^}]*)\}", text)
-        grows = re.findall(r'<div class="turn [a-z]+" style="flex-grow:(\d+)"', text)
+        blocks = re.findall(
+            r'<div class="turn [a-z]+" data-tokens="(\d+)" style="flex-basis:([0-9.]+)%"', text
+        )
         transcript, _ = openai_chat.to_transcript(messages)
+        total = transcript.token_estimate()
         assert code == 0
-        assert rule is not None
-        assert "flex-basis:0" in rule.group(1).replace("\n", "").split(";")
-        assert [int(grow) for grow in grows] == [turn.token_estimate for turn in transcript.turns]
+        assert [int(tokens) for tokens, _ in blocks] == [t.token_estimate for t in transcript.turns]
+        big = [
+            (int(tokens), float(basis)) for tokens, basis in blocks if int(tokens) >= total / 100
+        ]
+        assert len(big) == 3  # the three tool results
+        for tokens, basis in big:  # a block of its own: its share of the strip
+            assert basis == pytest.approx(100 * tokens / total, abs=0.001)
 
     def test_an_empty_conversation_is_an_empty_plan(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -897,7 +904,13 @@ class TestRecordAndVerify:
 
     @pytest.mark.parametrize(
         ("content", "message"),
-        [("{oops", "invalid JSON"), ('{"schema_version": 1}', "not a cutctx record")],
+        [
+            ("{oops", "not a record (cutctx plan --json writes one): invalid JSON"),
+            ('{"schema_version": 1}', "not a record (cutctx plan --json writes one): "),
+            ("[]", "not a record (cutctx plan --json writes one): it is a JSON array"),
+            ('{"model": "m"}', "not a record (cutctx plan --json writes one): it has no schema"),
+            ("[" * 100_000, "not a record (cutctx plan --json writes one): the JSON is nested"),
+        ],
     )
     def test_a_record_that_is_not_one_exits_2(
         self, content: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -1068,13 +1081,11 @@ class TestExcerptsInTheViews:
 
     def test_the_page_has_an_excerpt_key_only_when_the_plan_excerpts(self) -> None:
         job = self.job(100)
-        page = views.html_page(
-            job, views.rows(job, explain(job.decided, job.transcript, job.budget))
-        )
+        page = html_page(job, views.rows(job, explain(job.decided, job.transcript, job.budget)))
         assert '<span class="key excerpt">excerpt</span>' in page
         assert 'class="turn excerpt"' in page
         plain = self.job(None)
-        quiet = views.html_page(
+        quiet = html_page(
             plain, views.rows(plain, explain(plain.decided, plain.transcript, plain.budget))
         )
         assert "excerpt" not in quiet.replace("excerpting@1.0.0", "")
