@@ -111,7 +111,13 @@ def long_session(exchanges: int = 200, seed: int = 1) -> list[dict[str, Any]]:
     ]
     for n in range(exchanges):
         tokens = {50: 125_000, 120: 1_000}.get(n) or sizes.choice([20, 60, 200, 800, 3000])
-        call = {"id": f"call_{n}", "type": "function", "function": {"name": "run", "arguments": "{}"}}
+        call = {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": "run", "arguments": "{}"},
+        }
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"call_{n}", "content": "x" * (4 * tokens)})
+        messages.append(
+            {"role": "tool", "tool_call_id": f"call_{n}", "content": "x" * (4 * tokens)}
+        )
     return messages

@@ -8,6 +8,7 @@ Debian package ``chromium`` (``.ci/run`` installs it); without it this test fail
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -101,8 +102,7 @@ class TestHtmlInABrowser:
         # Widths are monotone in tokens (to a pixel: the narrowest band is drawn at its minimum).
         ordered = sorted(turns, key=lambda turn: turn["tokens"])
         assert all(
-            later["width"] >= earlier["width"] - 1
-            for earlier, later in zip(ordered, ordered[1:], strict=False)
+            later["width"] >= earlier["width"] - 1 for earlier, later in itertools.pairwise(ordered)
         )
         assert widths["m103"] > 50 * max(widths["m243"], 1)  # 125 000 tokens against 1 000
         assert widths["m103"] > measured["strip"] / 3
