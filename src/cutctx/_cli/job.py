@@ -82,7 +82,8 @@ def load_tokenizer(name: str) -> TokenEstimator:
         import tiktoken  # noqa: PLC0415 - an optional extra, loaded only when asked for
     except ImportError:
         raise CliError(
-            f"the tokenizer {name!r} needs tiktoken: pip install 'cutctx[tiktoken]' "
+            f"the tokenizer {name!r} needs tiktoken: in a cutctx checkout, "
+            "pip install '.[tiktoken]' "
             "(or use --tokenizer chars)"
         ) from None
     try:
