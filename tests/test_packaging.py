@@ -44,7 +44,7 @@ def fetches_from_the_index(arguments: str) -> bool:
 
 
 def raised_texts(path: Path) -> list[str]:
-    """Return the literal text of each ``raise ImportError(...)`` or ``CliError(...)`` in ``path``."""
+    """Return the literal text of each ``raise ImportError(...)`` or ``CliError(...)``."""
     texts = []
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         if (
