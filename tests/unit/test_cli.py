@@ -1175,6 +1175,17 @@ class TestOverwriting:
         assert path.read_bytes() == before
         assert (tmp_path / "link.json").read_bytes() == before
 
+    def test_a_missing_input_is_reported_and_the_output_left_alone(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        out_path = write_json(tmp_path / "out.json", [])
+        missing = tmp_path / "missing.json"
+        code, _, err = run(
+            capsys, "compact", str(missing), "--max-tokens", "9", "-o", str(out_path)
+        )
+        assert (code, err) == (2, f"cutctx: error: {missing}: no such file\n")
+        assert out_path.read_text("utf-8") == "[]"
+
     def test_another_file_and_standard_input_may_be_written(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:

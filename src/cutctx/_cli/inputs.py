@@ -194,13 +194,12 @@ def _lines(name: str, text: str) -> list[Any]:
 
 
 def _conversation(name: str, data: object, fmt: str | None, *, jsonl: bool) -> Conversation:
-    if fmt is not None:
-        chosen, codec = _format(name, fmt)
-        if codec is not None:
-            return _objects(name, data, chosen, codec, jsonl=jsonl)
+    given, codec = _format(name, fmt) if fmt is not None else (None, None)
+    if given is not None and codec is not None:
+        return _objects(name, data, given, codec, jsonl=jsonl)
     if isinstance(data, list):
         messages: list[Any] = data
-        chosen = chosen if fmt else detect(messages, None)
+        chosen = given or detect(messages, None)
         return Conversation(name, messages, chosen, jsonl=jsonl)
     if isinstance(data, dict) and not jsonl:
         for key in ("messages", "input"):
@@ -211,7 +210,7 @@ def _conversation(name: str, data: object, fmt: str | None, *, jsonl: bool) -> C
                         f"{name}: the request body's {key!r} must be a list of messages, "
                         f"got {type(messages).__name__}"
                     )
-                chosen = chosen if fmt else detect(messages, data)
+                chosen = given or detect(messages, data)
                 field = chosen.system_field  # Chat Completions keeps its system in the list
                 system = data.get(field) if field is not None else None
                 return Conversation(name, messages, chosen, data, key, system)
