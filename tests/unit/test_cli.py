@@ -1164,8 +1164,7 @@ class TestOverwriting:
             code, out, err = run(capsys, "compact", str(path), "--max-tokens", "700", "-o", target)
             assert (code, out) == (2, "")
             assert err == (
-                f"cutctx: error: {path}: -o {target} is the input itself; "
-                "write the output elsewhere\n"
+                f"cutctx: error: {path}: -o {target} is the input itself; write it elsewhere\n"
             )
         code, _, err = run(
             capsys, "compact", str(folder), str(path), "--max-tokens", "700", "-o", str(folder)
@@ -1174,6 +1173,18 @@ class TestOverwriting:
         assert f"{folder / 'a.json'}: -o {folder / 'a.json'} is the input itself" in err
         assert path.read_bytes() == before
         assert (tmp_path / "link.json").read_bytes() == before
+
+    def test_the_input_as_its_own_page_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        before = path.read_bytes()
+        code, out, err = run(capsys, "plan", str(path), "--max-tokens", "700", "--html", str(path))
+        assert (code, out) == (2, "")
+        assert (
+            err == f"cutctx: error: {path}: --html {path} is the input itself; write it elsewhere\n"
+        )
+        assert path.read_bytes() == before
 
     def test_a_missing_input_is_reported_and_the_output_left_alone(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -227,11 +227,14 @@ def _job(arguments: argparse.Namespace, name: str, *, plan: bool = True) -> Job:
 
 
 def _plan(arguments: argparse.Namespace, name: str) -> int:
+    page = None
+    if arguments.html:
+        page = _target(arguments.html, name, ".html", several=arguments.several)
+        _refuse_overwriting(name, page, "--html")
     job = _job(arguments, name)
     lines = rows(job, _reasons(job))
-    if arguments.html:
-        target = _target(arguments.html, name, ".html", several=arguments.several)
-        _write(target, html_page(job, lines))
+    if page is not None:
+        _write(page, html_page(job, lines))
     if arguments.json:
         _out(_json_line(job.record().to_dict()))
     elif arguments.several:  # each table under its file's name, as head(1) shows several files
@@ -247,7 +250,7 @@ def _compact(arguments: argparse.Namespace, name: str) -> int:
     target = None
     if arguments.output:
         target = _target(arguments.output, name, None, several=arguments.several)
-        _refuse_overwriting(name, target)
+        _refuse_overwriting(name, target, "-o")
     job = _job(arguments, name)
     code = _outcome(job)
     if code != OK:
@@ -352,7 +355,7 @@ def _target(out: str, name: str, suffix: str | None, *, several: bool) -> Path:
     return path
 
 
-def _refuse_overwriting(name: str, target: Path) -> None:
+def _refuse_overwriting(name: str, target: Path, option: str) -> None:
     """Refuse an output that is the input itself (by name, link or hard link): it would be lost."""
     if name == "-" or not target.exists():
         return
@@ -361,7 +364,7 @@ def _refuse_overwriting(name: str, target: Path) -> None:
     except OSError:  # the input cannot be looked at: reading it reports why
         return
     if same:
-        raise CliError(f"{name}: -o {target} is the input itself; write the output elsewhere")
+        raise CliError(f"{name}: {option} {target} is the input itself; write it elsewhere")
 
 
 def _write(path: Path, text: str) -> None:
