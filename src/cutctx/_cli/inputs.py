@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any, Final, get_args
 
 from baseaicore import SuiteError
 
+from cutctx._cli.frameworks import Codec, codec_of
 from cutctx.formats import FormatName, resolve
 from cutctx.formats._detect import detect
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from cutctx.formats import Format
 
 __all__ = ["FORMATS", "CliError", "Conversation", "expand", "read", "read_text"]
@@ -43,49 +42,11 @@ class CliError(Exception):
         self.code = code
 
 
-@dataclass(frozen=True, slots=True)
-class Codec:
-    """How a framework's messages (objects) are read from JSON data and written back to it."""
-
-    load: Callable[[list[Any]], list[Any]]
-    dump: Callable[[list[Any]], list[Any]]
-    writer: str
-    """What writes such a file, named in the error for a file that is not one."""
-
-
-def _langchain() -> Codec:
-    from langchain_core.messages import (  # noqa: PLC0415 - an optional extra, when named
-        messages_from_dict,
-        messages_to_dict,
-    )
-
-    return Codec(messages_from_dict, messages_to_dict, "langchain_core's messages_to_dict")
-
-
-def _pydantic_ai() -> Codec:
-    from pydantic_ai.messages import (  # noqa: PLC0415 - an optional extra, when named
-        ModelMessagesTypeAdapter,
-    )
-
-    def dump(messages: list[Any]) -> list[Any]:
-        return list(ModelMessagesTypeAdapter.dump_python(messages, mode="json"))
-
-    return Codec(ModelMessagesTypeAdapter.validate_python, dump, "ModelMessagesTypeAdapter")
-
-
-_CODECS: Final[dict[str, Callable[[], Codec]]] = {
-    "langchain": _langchain,
-    "pydantic_ai": _pydantic_ai,
-}
-"""The formats whose messages are objects, each with how its files are read and written."""
-
-
 def _format(name: str, fmt: str) -> tuple[Format[Any], Codec | None]:
     """Return the format ``--format fmt`` names and its codec (a missing extra is one line)."""
     try:
         chosen = resolve(fmt)
-        make = _CODECS.get(chosen.name)
-        return chosen, None if make is None else make()
+        return chosen, codec_of(chosen)
     except ImportError as missing:
         raise CliError(f"{name}: --format {fmt}: {missing}") from None
 
