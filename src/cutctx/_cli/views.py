@@ -325,7 +325,7 @@ def _tools_and_kinds(job: Job) -> tuple[dict[str, list[int]], dict[str, list[int
 
     for turn in job.transcript.turns:
         part = job.binding.parts[turn.turn_id]
-        message: dict[str, Any] = messages[part.index] if part.index >= 0 else {}
+        message: dict[str, Any] = messages[part.index] if part.index is not None else {}
         if turn.role is Role.SYSTEM:
             add("system prompt", turn.token_estimate)
         elif turn.role is Role.TOOL:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from cutctx._core.values import TranscriptTurn
     from cutctx.formats._common import Part
+    from cutctx.formats._reader import Out
 
 __all__ = ["PRIORITY_KEY", "STICKY_KEY", "read_marks", "sent_originals", "unmarked"]
 
@@ -78,6 +79,62 @@ def read_marks(
     if marks or tool_names:
         _mark_turns(turns, parts, marks, tool_names)
     return items if sent is None else tuple(sent)
+
+
+def read_callables(
+    fmt: str,
+    priority: Callable[[int, dict[str, Any]], int] | None,
+    pin: Callable[[int, dict[str, Any]], bool] | None,
+) -> tuple[
+    Callable[[int, dict[str, Any]], int] | None, Callable[[int, dict[str, Any]], bool] | None
+]:
+    """Return ``priority`` and ``pin`` once checked callable (or ``None``).
+
+    Raises:
+        ValidationError: for one that is not callable.
+    """
+    for name, function in (("priority", priority), ("pin", pin)):
+        if function is not None and not callable(function):
+            raise fail(fmt, None, f"{name} must be callable(index, message)", field=name)
+    return priority, pin
+
+
+def mark_one(  # noqa: PLR0917 - the reader's one call site
+    fmt: str,
+    index: int,
+    message: dict[str, Any],
+    out: Out,
+    first: int,
+    priority: Callable[[int, dict[str, Any]], int] | None,
+    pin: Callable[[int, dict[str, Any]], bool] | None,
+) -> dict[str, Any]:
+    """Mark the turns of message ``index`` (``out.turns[first:]``); return it as it is sent.
+
+    The marks are those of ``read_marks``; ``out.tool_names`` names the tools of its results.
+    """
+    sticky, rank = False, None
+    shown = message
+    if STICKY_KEY in message or PRIORITY_KEY in message:
+        sticky = _flag(fmt, index, message.get(STICKY_KEY, False), "sticky")
+        if PRIORITY_KEY in message:
+            rank = _integer(fmt, index, message[PRIORITY_KEY], "priority")
+        shown = unmarked(message)
+    if pin is not None:
+        sticky = _flag(fmt, index, pin(index, message), "pin(index, message)") or sticky
+    if priority is not None:
+        rank = _integer(fmt, index, priority(index, message), "priority(index, message)")
+    tool_names = out.tool_names
+    if sticky or rank is not None or tool_names:
+        marks = (
+            {index: (sticky, None if rank is None else str(rank))}
+            if sticky or rank is not None
+            else {}
+        )
+        turns = out.turns
+        mine = turns[first:]
+        _mark_turns(mine, out.parts, marks, tool_names)
+        turns[first:] = mine
+    return shown
 
 
 def sent_originals[M](
