@@ -8,6 +8,7 @@ went through JSON between chunks, or on how many messages a chunk left for the n
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ FORMATS: dict[str, tuple[Format[Any], st.SearchStrategy[list[dict[str, Any]]]]] 
 NAMES = sorted(FORMATS)
 
 
-def verdict(read: Any) -> tuple[str, Any]:  # noqa: ANN401 - a reading, or the error it raised
+def verdict(read: Any) -> tuple[str, Any]:
     """Call ``read``; return what it read (turns, parts, messages sent) or the error's words."""
     try:
         scanned: Scanned[Any] = read()
@@ -56,7 +57,7 @@ def chunked(
     originals: list[Any] = []
     state = None
     left: list[Any] = []  # what a chunk left for the next one
-    for number, (start, end) in enumerate(zip(bounds, bounds[1:], strict=False)):
+    for number, (start, end) in enumerate(itertools.pairwise(bounds)):
         reader = fmt.reader(estimator=CharRatioEstimator())
         if state is not None:
             reader.setstate(json.loads(json.dumps(state)) if through_json else state)

@@ -229,10 +229,9 @@ def _reading(value: object) -> Reading | None:
     """Read a state's ``reading`` (``None``: the format reads the held messages again)."""
     if value is None:
         return None
-    count, state = value  # type: ignore[misc]
-    if not isinstance(state, dict):
+    if not isinstance(value, list) or len(value) != 2 or not isinstance(value[1], dict):
         raise TypeError("reading")
-    return Reading(int(count), state)
+    return Reading(int(value[0]), value[1])
 
 
 def _loaded(state: object) -> dict[str, Any]:
@@ -308,9 +307,7 @@ def resume(window: ContextWindow, history: Sequence[Any]) -> None:
         window._stats = type(window._stats)(**{**saved.stats, "resets": saved.stats["resets"] + 1})
         return
     saved.resumed = True
-    window._ledger.restore(
-        history, saved.count, saved.prices, saved.firsts, made, saved.reading
-    )
+    window._ledger.restore(history, saved.count, saved.prices, saved.firsts, made, saved.reading)
     if window._recall is not None:
         window._recall.complete = False
     window._view = None

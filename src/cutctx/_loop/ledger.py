@@ -13,10 +13,10 @@ import dataclasses
 import operator
 from typing import TYPE_CHECKING, Any
 
-from cutctx._core.estimators import CharRatioEstimator
-from cutctx._core.values import Role, TranscriptTurn
 from baseaicore import ValidationError
 
+from cutctx._core.estimators import CharRatioEstimator
+from cutctx._core.values import Role, TranscriptTurn
 from cutctx._loop.fingerprint import Fingerprint
 from cutctx.formats import Binding, Part, ReaderState, Scanned
 
@@ -34,7 +34,7 @@ REQUEST_TURN_ID = "request"
 
 def message_costs(read: Scanned[Any]) -> list[int]:
     """Return each message's price as ``read`` priced it: the sum of its turns'."""
-    costs: dict[int, int] = {}
+    costs: dict[int | None, int] = {}
     for turn in read.turns:
         index = read.parts[turn.turn_id].index
         costs[index] = costs.get(index, 0) + turn.token_estimate
@@ -278,7 +278,7 @@ class Ledger:
         self.firsts = len(self.first_indices)
         self.seen, self.print, self.reading = seen, fingerprint, reading
 
-    def restore(
+    def restore(  # noqa: PLR0917 - the codec's one call site
         self,
         history: Sequence[Any],
         count: int,

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
     from cutctx._core.values import TranscriptTurn
     from cutctx.formats._common import Part
-    from cutctx.formats._reader import Out
 
 __all__ = ["PRIORITY_KEY", "STICKY_KEY", "read_marks", "sent_originals", "unmarked"]
 
@@ -103,14 +102,13 @@ def mark_one(  # noqa: PLR0917 - the reader's one call site
     fmt: str,
     index: int,
     message: dict[str, Any],
-    out: Out,
-    first: int,
+    marks: dict[int, tuple[bool, str | None]],
     priority: Callable[[int, dict[str, Any]], int] | None,
     pin: Callable[[int, dict[str, Any]], bool] | None,
 ) -> dict[str, Any]:
-    """Mark the turns of message ``index`` (``out.turns[first:]``); return it as it is sent.
+    """Read the marks of message ``index`` into ``marks``; return the message as it is sent.
 
-    The marks are those of ``read_marks``; ``out.tool_names`` names the tools of its results.
+    The marks are those of ``read_marks``; ``mark_turns`` puts them on the turns.
     """
     sticky, rank = False, None
     shown = message
@@ -123,18 +121,20 @@ def mark_one(  # noqa: PLR0917 - the reader's one call site
         sticky = _flag(fmt, index, pin(index, message), "pin(index, message)") or sticky
     if priority is not None:
         rank = _integer(fmt, index, priority(index, message), "priority(index, message)")
-    tool_names = out.tool_names
-    if sticky or rank is not None or tool_names:
-        marks = (
-            {index: (sticky, None if rank is None else str(rank))}
-            if sticky or rank is not None
-            else {}
-        )
-        turns = out.turns
-        mine = turns[first:]
-        _mark_turns(mine, out.parts, marks, tool_names)
-        turns[first:] = mine
+    if sticky or rank is not None:
+        marks[index] = (sticky, None if rank is None else str(rank))
     return shown
+
+
+def mark_turns(
+    turns: list[TranscriptTurn],
+    parts: dict[str, Part],
+    marks: Mapping[int, tuple[bool, str | None]],
+    tool_names: Mapping[str, str],
+) -> None:
+    """Put ``marks`` (by message index) and ``tool_names`` (by turn id) on the turns, in place."""
+    if marks or tool_names:
+        _mark_turns(turns, parts, marks, tool_names)
 
 
 def sent_originals[M](
@@ -161,7 +161,7 @@ def _mark_turns(
     """Replace each marked turn (pinned, priority, tool name) in ``turns`` and ``parts``."""
     for position, turn in enumerate(turns):
         part = parts[turn.turn_id]
-        mark = marks.get(part.index)
+        mark = None if part.index is None else marks.get(part.index)
         tool_name = tool_names.get(turn.turn_id)
         if mark is None and tool_name is None:
             continue

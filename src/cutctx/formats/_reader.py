@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cutctx.formats._common import Part, Pricer, fail, read_message
-from cutctx.formats._marks import mark_one, read_callables
+from cutctx.formats._marks import mark_one, mark_turns, read_callables
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -164,20 +164,21 @@ class StreamReader[M](Reader[M]):
             index = offset + position
             message = messages[position]
             item = read_message(self.fmt, index, message)
-            first = len(out.turns)
             out.last = final and position == end - 1
             self.message(state, index, item, out)
-            shown = mark_one(self.fmt, index, item, out, first, self._priority, self._pin)
+            shown = mark_one(self.fmt, index, item, out.marks, self._priority, self._pin)
             sent.append(shown)
             originals.append(message if shown is item else shown)  # type: ignore[arg-type]
         state["count"] = offset + end
         if final:
             self.finish(state)
+        mark_turns(out.turns, out.parts, out.marks, out.tool_names)
         self._state = state
         return Scanned(tuple(out.turns), out.parts, tuple(sent), tuple(originals))
 
     def getstate(self) -> ReaderState:
-        return copied(self._state)
+        state: ReaderState = copied(self._state)
+        return state
 
     def setstate(self, state: ReaderState) -> None:
         fresh = self.initial()
@@ -198,12 +199,13 @@ class StreamReader[M](Reader[M]):
 class Out:
     """What a chunk's messages became: turns in order, their parts, tool names by turn id."""
 
-    __slots__ = ("last", "parts", "tool_names", "turns")
+    __slots__ = ("last", "marks", "parts", "tool_names", "turns")
 
     def __init__(self) -> None:
         self.turns: list[TranscriptTurn] = []
         self.parts: dict[str, Part] = {}
         self.tool_names: dict[str, str] = {}
+        self.marks: dict[int, tuple[bool, str | None]] = {}  # pinned, priority by message
         self.last = False  # the message being read ends the history
 
     def add(self, turn: TranscriptTurn, part: Part) -> None:

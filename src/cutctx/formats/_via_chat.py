@@ -29,7 +29,8 @@ from cutctx.formats._common import (
     collect,
     fail,
 )
-from cutctx.formats._format import Format, Rendered, Scanned
+from cutctx.formats._format import Format, Rendered
+from cutctx.formats._reader import Scanned
 from cutctx.formats._marks import read_marks
 from cutctx.formats.openai_chat import OPENAI_CHAT
 

@@ -372,12 +372,12 @@ class _ResponsesReader(StreamReader[Message]):
             text, cost = "[image_generation_call]", _generated_image(index, item)
         else:  # hosted items and types cutctx does not know: priced whole, never edited
             text, cost = _as_text(pricer, kind, item)
-            call_id = item.get("call_id")
-            if kind not in _HOSTED and isinstance(call_id, str):
-                carried = state["carriers"].get(call_id)
+            carrier = item.get("call_id")
+            if kind not in _HOSTED and isinstance(carrier, str):
+                carried = state["carriers"].get(carrier)
                 if carried is None:
                     opener = True
-                    register.append(("carriers", call_id, None))
+                    register.append(("carriers", carrier, None))
                 else:
                     joins.append(carried)
             elif kind == "mcp_call":

@@ -17,7 +17,7 @@ from cutctx import (
     compact_messages,
     recall,
 )
-from cutctx.formats import anthropic, openai_chat
+from cutctx.formats import FormatName, anthropic, openai_chat
 
 
 class Dumped:
@@ -136,7 +136,7 @@ def _chat_steps() -> list[list[dict[str, Any]]]:
 
 
 def _entry_points(
-    fmt: str, history: list[dict[str, Any]], steps: list[list[dict[str, Any]]]
+    fmt: FormatName, history: list[dict[str, Any]], steps: list[list[dict[str, Any]]]
 ) -> dict[str, Any]:
     """Read ``history`` by every entry point; return each one's error (or ``None``)."""
     out: dict[str, Any] = {}
@@ -177,7 +177,7 @@ class TestReusedIds:
         ],
     )
     def test_a_reused_call_id_is_refused_at_its_index_by_every_entry_point(
-        self, fmt: str, steps: list[list[dict[str, Any]]], field: str
+        self, fmt: FormatName, steps: list[list[dict[str, Any]]], field: str
     ) -> None:
         history = steps[-1]
         errors = _entry_points(fmt, history, steps)
