@@ -238,6 +238,7 @@ class _ChatReader(StreamReader[Message]):
         text, cost = _content(pricer, index, item.get("content"))
         call_key: str | None = None
         if kind is Role.TOOL:  # its role is priced with its call (see ``_calls``)
+            cost += _name(pricer, index, item)
             call_id = text_field(FORMAT, index, item.get("tool_call_id"), "tool_call_id")
             if call_id in pending:
                 out.tool_names[turn_id] = pending.pop(call_id)
