@@ -30,8 +30,8 @@ from cutctx.formats._common import (
     fail,
 )
 from cutctx.formats._format import Format, Rendered
-from cutctx.formats._reader import Scanned
 from cutctx.formats._marks import read_marks
+from cutctx.formats._reader import Scanned
 from cutctx.formats.openai_chat import OPENAI_CHAT
 
 if TYPE_CHECKING:

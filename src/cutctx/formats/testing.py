@@ -39,12 +39,12 @@ from cutctx._core.values import Action, CompactionBudget, Role, Transcript
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats._common import summary_text
-from cutctx.formats._format import Format
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from cutctx._core.protocols import TokenEstimator
+    from cutctx.formats._format import Format
     from cutctx.formats._reader import Scanned
 
 __all__ = ["FormatCheckFailed", "check_format"]
@@ -292,7 +292,7 @@ def _check_masked(  # noqa: PLR0917 - one private call site
     again, _ = fmt.to_transcript(rendered.messages, estimator=estimator, system=system)
     contents = "\n".join(turn.content for turn in again.turns)
     for action in plan.actions:
-        if action.action is Action.MASK and action.replacement is not None:
-            if action.replacement.content not in contents:
-                problem(f"masked turn {action.turn_id!r} does not render its stub")
+        stub = action.replacement
+        if action.action is Action.MASK and stub is not None and stub.content not in contents:
+            problem(f"masked turn {action.turn_id!r} does not render its stub")
     _check_counted(fmt, done.transcript, rendered.messages, system, estimator, "masked", problem)
