@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NoReturn
 
-from baseaicore import SuiteError
+from baseaicore import SuiteError, ValidationError
 
 from cutctx._audit.explain import explain
 from cutctx._audit.records import CompactionRecord
@@ -24,6 +24,7 @@ from cutctx._cli.job import POLICIES, Job, Settings, rebuilt_policy, system_dige
 from cutctx._cli.views import html_page, rows, stats_data, stats_text, summary_line, table
 from cutctx._core.errors import BudgetUnsatisfiable
 from cutctx._version import __version__
+from cutctx.formats import resolve
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -56,7 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     common = _Parser(add_help=False)
     common.add_argument(
-        "--format", choices=FORMATS, help="the messages' format (detected when omitted)"
+        "--format",
+        type=_format_name,
+        metavar="FORMAT",
+        help=f"the messages' format: {', '.join(FORMATS)} or one an installed package "
+        "registers (detected when omitted)",
     )
     common.add_argument(
         "--protected-recent-turns",
@@ -324,3 +329,12 @@ def _note(line: str) -> None:
 def _fail(message: str, code: int) -> int:
     _note(f"cutctx: error: {message}")
     return code
+
+
+def _format_name(name: str) -> str:
+    """Accept a format's name: a built-in one or one an installed package registers."""
+    try:
+        resolve(name)
+    except ValidationError as error:
+        raise argparse.ArgumentTypeError(error.message.removeprefix("format: ")) from None
+    return name
