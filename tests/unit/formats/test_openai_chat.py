@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import inspect
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -545,3 +548,17 @@ class TestToolMessageName:
         assert openai_chat.count_tokens(named, estimator=cl100k) == (
             openai_chat.count_tokens(history, estimator=cl100k) + extra
         )
+
+
+class TestDocumentedSignature:
+    def test_the_guide_states_compact_messages_signature_as_the_code_has_it(self) -> None:
+        text = " ".join(
+            (Path(__file__).parents[3] / "docs" / "formats" / "openai_chat.md")
+            .read_text(encoding="utf-8")
+            .split()
+        )
+        found = re.search(r"`compact_messages\(([^`]*)\)` returns", text)
+        assert found is not None
+        documented = [p.strip().split("=")[0] for p in found.group(1).split(",")]
+        documented = [name for name in documented if name != "*"]
+        assert documented == list(inspect.signature(compact_messages).parameters)
