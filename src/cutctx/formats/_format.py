@@ -78,6 +78,8 @@ class Format[M](ABC):
         mark the turns as a message's ``priority``/``sticky`` keys do. Every format implements
         this (or, before 0.1.1, ``scan``: such a format is read by ``LegacyReader``, whose
         state cannot carry what spans a chunk's boundary).
+
+        .. versionadded:: 0.1.1
         """
         if type(self).scan is Format.scan:
             raise NotImplementedError(f"{type(self).__name__} must implement reader()")
