@@ -84,6 +84,10 @@ class Decisions:
         self.stubs: dict[int, TurnReplacement] = {} if stubs is None else stubs
         self.summaries: dict[str, Summary] = {} if summaries is None else summaries
 
+    def copy(self) -> Decisions:
+        """Return a copy that may be changed without touching these."""
+        return Decisions(list(self.actions), dict(self.stubs), dict(self.summaries))
+
     def keep(self, count: int) -> None:
         """Keep ``count`` more turns (the new messages)."""
         self.actions.extend([Action.KEEP] * count)

@@ -56,6 +56,12 @@ class Fingerprint:
             update(written)
         self.count = len(messages)
 
+    def copy(self) -> Fingerprint:
+        """Return a copy that goes on independently."""
+        made = Fingerprint(self._data)
+        made._hash, made.count = self._hash.copy(), self.count
+        return made
+
     def hexdigest(self) -> str:
         """Return the fingerprint so far (64 hex digits)."""
         return self._hash.copy().hexdigest()

@@ -13,6 +13,8 @@ import dataclasses
 import operator
 from typing import TYPE_CHECKING, Any
 
+from baseaicore import ValidationError
+
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.values import Role, TranscriptTurn
 from cutctx._loop.fingerprint import Fingerprint
@@ -25,10 +27,19 @@ if TYPE_CHECKING:
     from cutctx._loop.settings import Settings
     from cutctx.formats import Format, Scanned
 
-__all__ = ["REQUEST_TURN_ID", "Ledger", "message_costs", "pin_first"]
+__all__ = ["REQUEST_TURN_ID", "Ledger", "message_costs", "pin_first", "unfit"]
 
 REQUEST_TURN_ID = "request"
 """The pinned turn that holds what a request costs beyond its messages (never rendered)."""
+
+
+def unfit(prices: int, turns: int) -> ValidationError:
+    """Return the error for a state whose ``prices`` do not fit the history's ``turns``."""
+    return ValidationError(
+        f"ContextWindow.from_state: the state does not fit the history ({prices} prices "
+        f"for {turns} turns)",
+        details={"field": "state", "prices": prices, "turns": turns},
+    )
 
 
 def message_costs(read: Scanned[Any]) -> list[int]:
@@ -107,6 +118,8 @@ class Ledger:
             head = fmt.head(settings.system, estimator=settings.estimator)
         else:  # restored: the turns read cheaply, the prices the state's
             read = fmt.head(settings.system, estimator=CharRatioEstimator())
+            if len(read) != len(prices):
+                raise unfit(len(prices), len(read))
             head = tuple(
                 dataclasses.replace(turn, token_estimate=price)
                 for turn, price in zip(read, prices, strict=True)
@@ -129,6 +142,23 @@ class Ledger:
         self.first_indices: list[int] = []  # which ones (known once warm)
         self.print: Fingerprint | None = None
         self.cold: _Cold | None = None
+
+    def copy(self) -> Ledger:
+        """Return a copy that may be changed without touching this ledger."""
+        made = object.__new__(Ledger)
+        made.fmt, made.settings, made.head = self.fmt, self.settings, self.head
+        made.turns, made.parts = list(self.turns), dict(self.parts)
+        made.index_of, made.sent = dict(self.index_of), list(self.sent)
+        made.originals, made.seen, made.ends = (
+            list(self.originals),
+            list(self.seen),
+            list(self.ends),
+        )
+        made.firsts, made.first_indices = self.firsts, list(self.first_indices)
+        made.print = None if self.print is None else self.print.copy()
+        cold = self.cold
+        made.cold = None if cold is None else _Cold(cold.count, cold.prices, list(cold.tail))
+        return made
 
     @property
     def count(self) -> int:
@@ -220,6 +250,8 @@ class Ledger:
             priority=settings.priority,
             pin=settings.pin,
         )
+        if len(scanned.turns) != len(cold.prices):
+            raise unfit(len(cold.prices), len(scanned.turns))
         priced = [
             dataclasses.replace(turn, token_estimate=price)
             for turn, price in zip(scanned.turns, cold.prices, strict=True)
@@ -254,6 +286,10 @@ class Ledger:
         if self.print is None:
             self.print = Fingerprint.of(self.seen, self.fmt.fingerprint_data)
         return self.print.hexdigest()
+
+    def head_prices(self) -> list[int]:
+        """Return the prices of the head's turns (the request-level system prompt)."""
+        return [turn.token_estimate for turn in self.head if turn.turn_id != REQUEST_TURN_ID]
 
     def prices(self) -> list[int]:
         """Return every held message turn's price, in order (the head's left out)."""
