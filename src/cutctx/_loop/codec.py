@@ -55,7 +55,8 @@ def encode(
     """
     saved = state.saved
     if saved is not None and not saved.resumed:
-        return json.loads(json.dumps(saved.data))  # a copy the caller may change
+        made: dict[str, Any] = json.loads(json.dumps(saved.data))  # a copy to change
+        return made
     ledger, request = state.ledger, state.request
     digests = request.digests  # topped up here: the messages a step appended since
     digests.extend(digest_of(fmt, message) for message in request.messages[len(digests) :])
@@ -203,7 +204,7 @@ def decode(
         ) from None
     return Decoded(
         fmt,
-        replace(settings, head_prices=head),
+        replace(settings, head_prices=tuple(head)),
         str(data["policy"]),
         list(data["probe"]),
         saved,

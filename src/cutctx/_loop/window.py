@@ -297,7 +297,7 @@ class ContextWindow:
 
         .. versionadded:: 0.1.1
         """
-        self._enter()
+        self._take()
         try:
             state = self._state
             calibration = state.calibration.reported(input_tokens)
@@ -312,10 +312,12 @@ class ContextWindow:
         """Return a step over a copy of the window's state."""
         return Step(self._format, self._limits, self._planner, self._policy, self._state)
 
-    def _enter(self) -> Step:
-        """Take the one caller's token and return the step, or refuse a second caller.
+    def _take(self) -> None:
+        """Take the one caller's token, or refuse a second caller.
 
-        ``list.pop`` takes the token in one operation, so two callers cannot both pass.
+        ``list.pop`` takes the token in one operation (one bytecode on a builtin list, atomic
+        under the GIL and under free threading's per-object locks), so two callers can never
+        both pass: there is no window between the check and the set.
 
         Raises:
             ValidationError: if a step is in flight (another thread, another task).
@@ -328,6 +330,10 @@ class ContextWindow:
                 "prepare at a time (keep one window per conversation)",
                 details={"field": "history"},
             ) from None
+
+    def _enter(self) -> Step:
+        """Take the one caller's token and return the step over a copy of the state."""
+        self._take()
         try:
             return self._step()
         except BaseException:
