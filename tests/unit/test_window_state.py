@@ -249,11 +249,13 @@ class TestStepTransaction:
                 )
 
         window = ContextWindow("openai_chat", policy=Refusing(), **SETTINGS)
-        steps = histories()
-        for history in steps[: compacting_step()]:
-            window.prepare(history)
+
+        def run() -> None:
+            for history in histories():
+                window.prepare(history)
+
         with pytest.raises(BudgetUnsatisfiable, match="nothing fits"):
-            window.prepare(steps[-1])
+            run()
 
 
 class TestOneCaller:

@@ -299,12 +299,17 @@ def _int(value: object, field: str) -> int:
 
 
 def _ints(values: object, field: str) -> list[int]:
-    if not isinstance(values, list):
+    if not isinstance(values, list) or not all(type(value) is int for value in values):
         raise ValidationError(
-            f"ContextWindow.from_state: malformed state ({field} is not a list)",
+            f"ContextWindow.from_state: malformed state ({field} is not a list of counts)",
             details={"field": field},
         )
-    return [_int(value, field) for value in values]
+    if values and min(values) < 0:
+        raise ValidationError(
+            f"ContextWindow.from_state: malformed state ({field} holds a negative count)",
+            details={"field": field},
+        )
+    return values
 
 
 def _saved(data: dict[str, Any]) -> Saved:
