@@ -475,3 +475,59 @@ class TestCalibration:
         limits = calibration.applied(window._settings)
         assert limits.cap == 500
         assert limits.max_tokens == 1500
+
+
+class TestSetSystem:
+    def test_a_changing_system_prompt_keeps_the_decisions_and_the_requests(self) -> None:
+        """A date that changes every call: the messages are the fixed prompt's at every step,
+        nothing resets, and every request counts as a changed prefix."""
+        fixed = ContextWindow("anthropic", system="Today is 2026-12-01.", **SETTINGS)
+        moving = ContextWindow("anthropic", system="Today is 2026-12-01.", **SETTINGS)
+        for number, history in enumerate(session("anthropic", 60)):
+            moving.set_system(f"Today is 2026-12-{number % 28 + 1:02d}.")
+            assert moving.prepare(history) == fixed.prepare(history)
+            assert moving.stats.first_changed_index == 0
+        assert moving.stats.resets == 0
+        assert moving.stats.requests == fixed.stats.requests == 60
+        assert moving.stats.compactions == fixed.stats.compactions
+        assert moving.system == "Today is 2026-12-04."
+
+    def test_a_longer_system_prompt_re_plans_only_when_it_passes_compact_at(self) -> None:
+        window = ContextWindow("anthropic", system="short", **SETTINGS)
+        steps = list(session("anthropic", 30))
+        for history in steps[:10]:
+            window.prepare(history)
+        compactions = window.stats.compactions
+        window.set_system("short, still")
+        window.prepare(steps[10])
+        assert window.stats.compactions == compactions
+        window.set_system("long " * 1500)
+        request = window.prepare(steps[11])
+        assert window.stats.compactions == compactions + 1
+        assert anthropic_count(request, window.system) <= SETTINGS["max_tokens"]
+
+    def test_the_system_prompt_travels_with_the_state(self) -> None:
+        steps = list(session("anthropic", 40))
+        live = ContextWindow("anthropic", system="first", **SETTINGS)
+        for history in steps[:30]:
+            live.prepare(history)
+        restored = ContextWindow.from_state(json.loads(json.dumps(live.state())))
+        live.set_system("second, longer")
+        restored.set_system("second, longer")  # before it has seen its history
+        for history in steps[30:]:
+            assert restored.prepare(history) == live.prepare(history)
+            assert restored.stats == live.stats
+        again = ContextWindow.from_state(live.state())
+        assert again.system == "second, longer"
+
+    def test_a_system_prompt_json_cannot_carry_is_refused(self) -> None:
+        window = ContextWindow("anthropic", **SETTINGS)
+        with pytest.raises(ValidationError, match=r"system\[0\]\['cache'\] holds a bytes"):
+            window.set_system([{"type": "text", "text": "hi", "cache": b"x"}])
+        assert window.system is None
+
+
+def anthropic_count(request: list[dict[str, Any]], system: object) -> int:
+    from cutctx.formats import anthropic  # noqa: PLC0415
+
+    return anthropic.count_tokens(request, system=system)

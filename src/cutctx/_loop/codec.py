@@ -54,12 +54,22 @@ def encode(
     A restored state no history has taken up yet is returned exactly as it was restored.
     """
     saved = state.saved
-    if saved is not None and not saved.resumed:
-        made: dict[str, Any] = json.loads(json.dumps(saved.data))  # a copy to change
-        return made
     ledger, request = state.ledger, state.request
-    digests = request.digests  # topped up here: the messages a step appended since
-    digests.extend(digest_of(fmt, message) for message in request.messages[len(digests) :])
+    if saved is not None and not saved.resumed:
+        if saved.data is not None:
+            made: dict[str, Any] = json.loads(json.dumps(saved.data))  # a copy to change
+            return made
+        seen = {"count": saved.count, "fingerprint": saved.fingerprint}
+        prices, firsts, recipe, digests = saved.prices, saved.firsts, saved.request, saved.digests
+        costs, tokens, tail, held = saved.costs, saved.tokens, saved.tail, saved.count
+        planned_by, last = saved.planned_by, saved.last
+    else:
+        seen = {"count": ledger.count, "fingerprint": ledger.fingerprint()}
+        prices, firsts, recipe = ledger.prices(), ledger.firsts, request.recipe
+        digests = request.digests  # topped up here: the messages a step appended since
+        digests.extend(digest_of(fmt, message) for message in request.messages[len(digests) :])
+        costs, tokens, tail, held = request.costs, request.tokens, request.tail, request.held
+        planned_by, last = named(state.planned_by), state.last_count
     decisions = saved.decisions if saved is not None else _decisions_of(state)
     stats = state.stats
     body = {
@@ -70,19 +80,19 @@ def encode(
         "policy": named(policy),
         "estimator": list(estimator_marks(settings.estimator)),
         "probe": probe,
-        "seen": {"count": ledger.count, "fingerprint": ledger.fingerprint()},
+        "seen": seen,
         "head": ledger.head_prices(),
-        "prices": ledger.prices(),
-        "firsts": ledger.firsts,
+        "prices": list(prices),
+        "firsts": firsts,
         "decisions": decisions,
-        "request": [_literal(item) for item in request.recipe],
+        "request": [_literal(item) for item in recipe],
         "digests": list(digests),
-        "costs": list(request.costs),
-        "tokens": request.tokens,
-        "held": request.held,
-        "tail": request.tail,
-        "planned_by": named(state.planned_by),
-        "last": state.last_count,
+        "costs": list(costs),
+        "tokens": tokens,
+        "held": held,
+        "tail": tail,
+        "planned_by": planned_by,
+        "last": last,
         "stats": {
             "requests": stats.requests,
             "compactions": stats.compactions,

@@ -109,6 +109,12 @@ class Ledger:
     def __init__(self, fmt: Format[Any], settings: Settings) -> None:
         self.fmt = fmt
         self.settings = settings
+        self.head = self._head()
+        self.clear()
+
+    def _head(self) -> tuple[TranscriptTurn, ...]:
+        """Return the head's turns for the settings: the system prompt, the request's extras."""
+        fmt, settings = self.fmt, self.settings
         # What a request costs beyond its messages (a reply's priming) is held as one more
         # pinned turn that is never rendered, so every budget leaves room for it.
         overhead = fmt.request_overhead(settings.estimator)
@@ -124,8 +130,29 @@ class Ledger:
                 dataclasses.replace(turn, token_estimate=price)
                 for turn, price in zip(read, prices, strict=True)
             )
-        self.head = (*head, *(extra if overhead else ()))
-        self.clear()
+        return (*head, *(extra if overhead else ()))
+
+    def rehead(self, settings: Settings) -> int:
+        """Take a new head (a new system prompt in ``settings``), the messages kept.
+
+        Return how many turns the head grew by (the held turns' indices move by as many).
+        """
+        old = self.head
+        self.settings = settings
+        self.head = self._head()
+        moved = len(self.head) - len(old)
+        for turn in old:
+            del self.parts[turn.turn_id], self.index_of[turn.turn_id]
+        self.turns[: len(old)] = self.head
+        for turn in self.head:
+            self.parts[turn.turn_id] = Part(turn, -1, None, maskable=False, siblings=1)
+        if moved:
+            self.index_of.clear()
+            self.index_of.update({turn.turn_id: index for index, turn in enumerate(self.turns)})
+            self.ends[:] = [end + moved for end in self.ends]
+        else:
+            self.index_of.update({turn.turn_id: index for index, turn in enumerate(self.head)})
+        return moved
 
     def clear(self) -> None:
         """Forget every message."""

@@ -34,11 +34,11 @@ _KEPT: Final = 8  # the reports a calibration learns from (the most recent ones)
 class Saved:
     """A restored state's body until a history takes it up (then ``resumed``).
 
-    ``data`` is the state exactly as it was restored (``state()`` returns it until then); the
-    rest is read from it, checked.
+    ``data`` is the state exactly as it was restored (``state()`` returns it until then, or
+    until a new system prompt moves its figures: ``None``); the rest is read from it, checked.
     """
 
-    data: dict[str, Any]
+    data: dict[str, Any] | None
     count: int
     fingerprint: str
     prices: list[int]

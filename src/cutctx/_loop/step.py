@@ -10,6 +10,7 @@ state").
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from baseaicore import ValidationError
@@ -20,7 +21,6 @@ from cutctx._loop.decisions import Decisions, Summary, excerpts_of
 from cutctx._loop.fingerprint import Fingerprint
 from cutctx._loop.jsondata import check_json
 from cutctx._loop.request import Request, counted
-from cutctx._loop.state import Saved, WindowState
 from cutctx.formats._marks import unmarked
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from cutctx._core.values import TranscriptTurn
     from cutctx._loop.planner import Pending, Planner
     from cutctx._loop.settings import Settings
+    from cutctx._loop.state import Saved, WindowState
     from cutctx.formats import Format, Scanned
 
 __all__ = ["Step", "digest_of", "named"]
@@ -290,6 +291,24 @@ class Step:
         before, state.before = state.before, None
         return state.request.messages if before is None else before
 
+    def rehead(self, settings: Settings) -> None:
+        """Take the head ``settings`` give (a new system prompt), the decisions kept."""
+        state = self.state
+        ledger = state.ledger
+        old = ledger.head
+        ledger.rehead(settings)
+        if ledger.cold is None:
+            state.decisions = state.decisions.reheaded(len(old), len(ledger.head))
+        state.view = None
+        change = sum(turn.token_estimate for turn in ledger.head) - sum(
+            turn.token_estimate for turn in old
+        )
+        state.request.tokens += change
+        state.before, state.before_digests = [], None  # nothing of the old prefix is shared
+        saved = state.saved
+        if saved is not None and not saved.resumed:  # not taken up yet: its figures move
+            state.saved = dataclasses.replace(saved, data=None, tokens=saved.tokens + change)
+
     # -- a restored state ---------------------------------------------------------------------
 
     def warm(self, history: Sequence[Any]) -> None:
@@ -353,11 +372,7 @@ class Step:
 
 
 def _resumed(saved: Saved) -> Saved:
-    return Saved(
-        saved.data, saved.count, saved.fingerprint, saved.prices, saved.firsts,
-        saved.decisions, saved.request, saved.digests, saved.costs, saved.tokens, saved.tail,
-        saved.planned_by, saved.last, resumed=True,
-    )  # fmt: skip
+    return dataclasses.replace(saved, resumed=True)
 
 
 def _resolved(recipe: Sequence[Any], history: Sequence[Any]) -> list[Any]:

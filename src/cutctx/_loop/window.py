@@ -306,6 +306,37 @@ class ContextWindow:
         finally:
             self._free.append(True)
 
+    def set_system(self, system: str | list[dict[str, Any]] | None) -> None:
+        """Take a new request-level system prompt, keeping every decision on the messages.
+
+        The new head is priced; the next ``prepare`` re-plans only if it puts the request over
+        ``compact_at``, and its stats count it as a changed prefix (nothing cached is shared).
+        The system prompt is part of ``state()``.
+
+        Raises:
+            ValidationError: for a system prompt JSON cannot carry, or while a step is in
+                flight.
+
+        .. versionadded:: 0.1.1
+        """
+        self._take()
+        try:
+            if system == self._settings.system:
+                return
+            if system is not None:
+                check_json(system, "system")
+            given = {**self._settings.given, "system": system}
+            settings = dataclasses.replace(
+                self._settings, system=system, given=given, head_prices=None
+            )
+            step = self._step()
+            step.rehead(settings)
+            self._settings = settings
+            self._state = step.state
+            self._tune()
+        finally:
+            self._free.append(True)
+
     # -- one step -----------------------------------------------------------------------------
 
     def _step(self) -> Step:
