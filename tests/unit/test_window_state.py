@@ -531,3 +531,40 @@ def anthropic_count(request: list[dict[str, Any]], system: object) -> int:
     from cutctx.formats import anthropic  # noqa: PLC0415
 
     return anthropic.count_tokens(request, system=system)
+
+
+class TestCalibrationData:
+    def test_a_malformed_calibration_in_a_sealed_state_is_refused(self) -> None:
+        window = ContextWindow("openai_chat", **SETTINGS)
+        window.prepare(histories(2)[-1])
+        for bad in (
+            [],
+            {"ratios": "x", "last": None},
+            {"ratios": [0.0], "last": None},
+            {"ratios": [-1.0], "last": None},
+            {"ratios": [1.0], "last": -1},
+            {"ratios": [1.0] * 9, "last": None},
+        ):
+            state = window.state()
+            state["calibration"] = bad
+            with pytest.raises(ValidationError, match="calibration"):
+                ContextWindow.from_state(seal(state))
+
+    def test_an_empty_report_teaches_nothing(self) -> None:
+        window = ContextWindow("openai_chat", **SETTINGS)
+        window.prepare([{"role": "user", "content": "hi"}])
+        window.report_usage(0)
+        assert window.state()["calibration"]["ratios"] == []
+
+    def test_a_provider_counting_less_lets_the_window_hold_more(self) -> None:
+        window = ContextWindow("openai_chat", **SETTINGS)
+        window.prepare([{"role": "user", "content": "hi " * 100}])
+        estimate = window.state()["tokens"]
+        window.report_usage(estimate // 2)
+        restored = ContextWindow.from_state(json.loads(json.dumps(window.state())))
+        assert restored.state() == window.state()
+
+    def test_a_tuple_in_a_message_is_json_data(self) -> None:
+        window = ContextWindow("openai_chat", **SETTINGS)
+        window.prepare([{"role": "user", "content": "hi", "extra": ("a", 1, 2.5, None)}])
+        json.dumps(window.state())

@@ -204,9 +204,9 @@ def decode(
         head = _ints(data["head"], "head")
         fmt = resolve(format if format is not None else data["format"], owner="ContextWindow")
         _check_counts(data, fmt, settings)
-        saved = _saved(data)
-        stats = WindowStats(**{key: _int(value, "stats") for key, value in data["stats"].items()})
         calibration = Calibration.of_data(data["calibration"])
+        saved = _saved(data, calibration)
+        stats = WindowStats(**{key: _int(value, "stats") for key, value in data["stats"].items()})
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ValidationError(
             f"ContextWindow.from_state: malformed state ({type(error).__name__}: {error})",
@@ -322,7 +322,7 @@ def _ints(values: object, field: str) -> list[int]:
     return values
 
 
-def _saved(data: dict[str, Any]) -> Saved:
+def _saved(data: dict[str, Any], calibration: Calibration) -> Saved:
     """Return the state's body, checked where it is cheap (counts, ranges, lengths)."""
     seen = data["seen"]
     count = _int(seen["count"], "seen")
@@ -341,7 +341,7 @@ def _saved(data: dict[str, Any]) -> Saved:
     if len(costs) != len(recipe) or not isinstance(digests, list) or len(digests) > len(recipe):
         raise _unfit("the request's costs or digests do not match its messages")
     tokens, held = _int(data["tokens"], "tokens"), _int(data["held"], "held")
-    top = _top(data)
+    top = _top(_int(data["max_tokens"], "max_tokens"), calibration)
     if held != count or tokens > top:
         raise _unfit(f"the request holds {held} of {count} messages at {tokens} tokens")
     last = data["last"]
@@ -373,15 +373,13 @@ def _saved(data: dict[str, Any]) -> Saved:
     )
 
 
-def _top(data: dict[str, Any]) -> int:
+def _top(max_tokens: int, calibration: Calibration) -> int:
     """Return the most tokens a state's request may hold.
 
     That is ``max_tokens``, or more where a calibration found the provider counting less.
     """
-    ratios = data["calibration"]["ratios"]
-    low = min([1.0, *ratios]) if isinstance(ratios, list) else 1.0
-    top = _int(data["max_tokens"], "max_tokens")
-    return int(top / low) + 1 if isinstance(low, int | float) and low > 0 else top
+    low = min([1.0, *calibration.ratios])
+    return int(max_tokens / low) + 1
 
 
 def _is_unmarked(item: object) -> bool:

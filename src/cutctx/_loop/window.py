@@ -1,12 +1,11 @@
 """``ContextWindow``: the object an agent loop keeps for one conversation.
 
-The window composes four parts and decides little itself: the ``Ledger`` (what it has read of
-the history, priced once), the ``Decisions`` (one action per turn, as the policies draft them),
-the policies (which plan each compaction over the current request) and the ``Format`` (which
-renders the view and prices each message as sent). A step that stays under ``compact_at``
-prices only the new messages and appends them; a step that would pass it plans once over the
-current request, folds the plans into the decisions, and makes the view through the executor
-from the one plan over the whole history. See ``docs/agent-loop.md`` and ``docs/design.md``.
+The window composes its parts and decides little itself: what it knows between calls is one
+``WindowState`` (the ledger, the decisions, the last request, the calibration, ...); each
+``prepare`` is a ``Step`` over a copy of it, adopted in one assignment when the step succeeds;
+the codec writes and reads the state whole; the policies plan, the ``Format`` reads and renders.
+One caller at a time: a step takes the window's one token. See ``docs/agent-loop.md`` and
+``docs/design.md``.
 """
 
 from __future__ import annotations
@@ -165,7 +164,7 @@ class ContextWindow:
         if state.last is None and state.last_count is not None:  # a restored window's
             step = self._step()
             made = step.recorded()
-            self._state = step.state
+            self._keep(step)
             return made
         return state.last
 
@@ -193,7 +192,7 @@ class ContextWindow:
             step = self._step()  # restored from a state: read the old messages once
             step.warm(state.ledger.seen)
             self._recall.fill(step.state.ledger.turns)
-            self._state = step.state
+            self._keep(step)
         return answer(self._recall, arguments, self._format, self._settings, unseen=state.unseen)
 
     def prepare[M](self, history: Sequence[M]) -> list[M]:
@@ -370,6 +369,11 @@ class ContextWindow:
         except BaseException:
             self._free.append(True)
             raise
+
+    def _keep(self, step: Step) -> None:
+        """Keep what ``step`` read again (the same state, warm), unless a step is in flight."""
+        if self._free:
+            self._state = step.state  # no step in flight could adopt a state after this one
 
     def _commit(self, step: Step) -> list[Any]:
         """Adopt the state ``step`` made (one assignment) and return its request."""
