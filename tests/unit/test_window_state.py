@@ -180,6 +180,20 @@ class TestWindowState:
             assert restored.prepare(history) == window.prepare(history)
         assert restored.stats == window.stats
 
+    def test_a_restored_window_continues_a_history_whose_keys_came_back_sorted(self) -> None:
+        steps = histories(40)
+        live = ContextWindow("openai_chat", **SETTINGS)
+        for history in steps[:30]:
+            live.prepare(history)
+        stored = json.loads(json.dumps(live.state(), sort_keys=True))
+        restored = ContextWindow.from_state(stored)
+        for history in steps[30:]:
+            reordered = json.loads(json.dumps(history, sort_keys=True))
+            assert restored.prepare(reordered) == live.prepare(history)
+            restored = ContextWindow.from_state(json.loads(json.dumps(restored.state())))
+        assert restored.stats == live.stats
+        assert restored.stats.resets == 0
+
     def test_the_codec_reaches_no_private_attribute_of_the_window(self) -> None:
         import inspect  # noqa: PLC0415 - only this test reads source
 
