@@ -518,7 +518,7 @@ class TestSetSystem:
         window.set_system("long " * 1500)
         request = window.prepare(steps[11])
         assert window.stats.compactions == compactions + 1
-        assert anthropic_count(request, window.system) <= SETTINGS["max_tokens"]
+        assert anthropic_count(request, "long " * 1500) <= SETTINGS["max_tokens"]
 
     def test_the_system_prompt_travels_with_the_state(self) -> None:
         steps = list(session("anthropic", 40))
@@ -541,7 +541,7 @@ class TestSetSystem:
         assert window.system is None
 
 
-def anthropic_count(request: list[dict[str, Any]], system: object) -> int:
+def anthropic_count(request: list[dict[str, Any]], system: str | None) -> int:
     from cutctx.formats import anthropic  # noqa: PLC0415
 
     return anthropic.count_tokens(request, system=system)
@@ -551,14 +551,15 @@ class TestCalibrationData:
     def test_a_malformed_calibration_in_a_sealed_state_is_refused(self) -> None:
         window = ContextWindow("openai_chat", **SETTINGS)
         window.prepare(histories(2)[-1])
-        for bad in (
+        bads: list[object] = [
             [],
             {"ratios": "x", "last": None},
             {"ratios": [0.0], "last": None},
             {"ratios": [-1.0], "last": None},
             {"ratios": [1.0], "last": -1},
             {"ratios": [1.0] * 9, "last": None},
-        ):
+        ]
+        for bad in bads:
             state = window.state()
             state["calibration"] = bad
             with pytest.raises(ValidationError, match="calibration"):
