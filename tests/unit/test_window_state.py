@@ -528,6 +528,7 @@ class TestSetSystem:
         restored = ContextWindow.from_state(json.loads(json.dumps(live.state())))
         live.set_system("second, longer")
         restored.set_system("second, longer")  # before it has seen its history
+        restored = ContextWindow.from_state(json.loads(json.dumps(restored.state())))
         for history in steps[30:]:
             assert restored.prepare(history) == live.prepare(history)
             assert restored.stats == live.stats

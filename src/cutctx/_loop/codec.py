@@ -101,6 +101,7 @@ def encode(
             "stable_prefix_tokens": stats.stable_prefix_tokens,
         },
         "calibration": state.calibration.to_data(),
+        "head_changed": state.before is not None,  # set_system since the last request
     }
     return seal(body)
 
@@ -169,6 +170,7 @@ class Decoded:
     settings: Settings
     policy: str
     probe: list[int]
+    head_changed: bool
     saved: Saved
     stats: WindowStats
     calibration: Calibration
@@ -217,6 +219,7 @@ def decode(
         replace(settings, head_prices=tuple(head)),
         str(data["policy"]),
         list(data["probe"]),
+        data["head_changed"] is True,
         saved,
         stats,
         calibration,

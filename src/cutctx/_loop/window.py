@@ -277,6 +277,7 @@ class ContextWindow:
             saved=decoded.saved,
             stats=decoded.stats,
             calibration=decoded.calibration,
+            before=[] if decoded.head_changed else None,
         )
         if window._recall is not None:
             window._recall = RecallIndex(complete=False)  # indexed when first asked
