@@ -847,7 +847,8 @@ class TestOverDrop:
             max_tokens=2000,
             keep_first=1,
             summarize=summarize,
-            summary_input_tokens=600,
+            # Small enough that some exchanges can never be folded, so later ones must drop.
+            summary_input_tokens=150,
         )
         before: list[str] = []
         summaries: tuple[str, ...] = ()
@@ -1303,3 +1304,57 @@ class TestAFailedStep:
                 got = window.prepare(history)  # the same history again, the summarizer back
             assert got == expected
         assert failed, "the session must compact with a summary"
+
+
+def small_history() -> list[dict[str, Any]]:
+    """Twenty messages of 983 tokens whose protected tail alone (843) is over compact_at (800)."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "task " + "x" * 100}]
+    for number in range(8):
+        call = f"c{number}"
+        history.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": call, "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+                ],
+            }
+        )
+        history.append({"role": "tool", "tool_call_id": call, "content": "r" * 40})
+    history.append({"role": "user", "content": "big " + "y" * 1600})
+    history.append({"role": "assistant", "content": "z" * 1400})
+    history.append({"role": "user", "content": "q" * 436})
+    return history
+
+
+class TestSmallWindow:
+    def test_a_history_that_fits_under_max_tokens_is_sent_whole(self) -> None:
+        history = small_history()
+        assert openai_chat.count_tokens(history) == 983
+        assert openai_chat.count_tokens(history[-4:]) > 800  # the protected tail: over compact_at
+        window = ContextWindow("openai_chat", max_tokens=1000)
+        assert window.prepare(history) == history  # was 843 tokens: 14 of 20 messages gone
+        assert window.stats.compactions == 0
+
+    def test_a_cut_keeps_the_newest_exchanges_that_fit_and_room_for_the_next_steps(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=1000)
+        history = small_history()
+        window.prepare(history)
+        cuts = []
+        for number in range(8, 20):
+            call = f"c{number}"
+            history = [
+                *history,
+                {"role": "assistant", "content": f"next {number}", "tool_calls": [
+                    {"id": call, "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+                ]},
+                {"role": "tool", "tool_call_id": call, "content": "r" * 40},
+            ]  # fmt: skip
+            request = window.prepare(history)
+            assert openai_chat.count_tokens(request) <= 1000
+            assert len(request) > 4  # more than the protected tail and nothing else
+            assert chat_problems(request) == []
+            if window.stats.first_changed_index < len(request) - 2:
+                cuts.append(number)
+        # Each cut frees half the room left beside the protected tail: not a cut every step.
+        assert 1 <= len(cuts) <= 6

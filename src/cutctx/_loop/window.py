@@ -361,6 +361,10 @@ class ContextWindow:
     def _complete(self, pending: Pending, texts: dict[str, str]) -> None:
         """Fold the compaction into the decisions, make the view and render the request."""
         ledger = self._ledger
+        if not pending.stages:  # a small window that still fits: sent as it is, nothing cut
+            self._request.tokens = self._tokens()
+            self._render(self._previous(), compacted=False)
+            return
         estimator = self._settings.estimator
         decisions = self._decisions.fold(
             pending.stages,
