@@ -349,3 +349,61 @@ class TestAcompactMessages:
 
         assert "acompact_messages" in cutctx.__all__
         assert getattr(cutctx, "acompact_messages", None) is acompact_messages
+
+
+class TestResultCapOptions:
+    """``max_result_tokens`` takes a fraction or a token count, as the window's options do."""
+
+    @staticmethod
+    def log_history() -> list[dict[str, Any]]:
+        log = "".join(f"line {n}\n" for n in range(1000))
+        return [
+            {"role": "user", "content": "read the log"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c", "content": log},
+        ]
+
+    def test_a_fraction_is_of_max_tokens(self) -> None:
+        history = self.log_history()
+        by_fraction = compact_messages(
+            history, max_tokens=4000, format="openai_chat", max_result_tokens=0.25
+        )
+        by_count = compact_messages(
+            history, max_tokens=4000, format="openai_chat", max_result_tokens=1000
+        )
+        assert by_fraction.messages == by_count.messages
+        assert by_fraction.report.excerpted_turn_ids == ("m2",)
+
+    def test_nothing_given_excerpts_nothing(self) -> None:
+        done = compact_messages(self.log_history(), max_tokens=4000, format="openai_chat")
+        assert done.report.excerpted_turn_ids == ()
+
+    @pytest.mark.parametrize(
+        ("value", "words"),
+        [
+            (1, "1 would be one token: write 1.0"),
+            (2000.0, "a float is a fraction: write 2000 for a token count"),
+            (True, "got True"),
+            ("0.25", "got '0.25'"),
+            (0.0, "got 0.0"),
+            (5000, "got 5000"),
+        ],
+    )
+    def test_a_bad_cap_is_refused_in_compact_messages_words(
+        self, value: object, words: str
+    ) -> None:
+        with pytest.raises(ValidationError) as caught:
+            compact_messages(
+                self.log_history(),
+                max_tokens=4000,
+                format="openai_chat",
+                max_result_tokens=value,  # type: ignore[arg-type]
+            )
+        assert str(caught.value).startswith("compact_messages.max_result_tokens must be")
+        assert words in str(caught.value)

@@ -330,6 +330,27 @@ class TestSettings:
         with pytest.raises(ValidationError, match=match):
             ContextWindow(**settings)
 
+    @pytest.mark.parametrize(
+        ("name", "value", "words"),
+        [
+            ("compact_at", 1, "1 would be one token: write 1.0 for all of max_tokens"),
+            ("compact_to", 1, "1 would be one token"),
+            ("max_result_tokens", 800.0, "a float is a fraction: write 800 for a token count"),
+            ("summary_input_tokens", 1, "1 would be one token"),
+        ],
+    )
+    def test_a_fraction_and_a_token_count_cannot_be_mistaken(
+        self, name: str, value: object, words: str
+    ) -> None:
+        with pytest.raises(ValidationError) as caught:
+            ContextWindow("openai_chat", max_tokens=1000, **{name: value})
+        assert str(caught.value).startswith(f"ContextWindow.{name} must be a fraction (a float")
+        assert words in str(caught.value)
+
+    def test_one_point_zero_is_all_of_max_tokens(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=1000, compact_at=1.0, compact_to=0.5)
+        assert window.prepare([{"role": "user", "content": "x" * 3900}])
+
     def test_stats_is_a_frozen_value(self) -> None:
         window = ContextWindow("openai_chat", max_tokens=1000, policy=DropOldestPolicy())
         assert window.stats == WindowStats()

@@ -20,6 +20,7 @@ from cutctx._core.metadata import PRIORITY_METADATA
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import DEFAULT_PLACEHOLDER, CompactionBudget, Transcript, check_count
 from cutctx._loop.ledger import pin_first
+from cutctx._loop.settings import tokens_of
 from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
@@ -83,7 +84,7 @@ def compact_messages[M](
     keep_recent_results: int = 2,
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
-    max_result_tokens: int | None = None,
+    max_result_tokens: float | int | None = None,
 ) -> CompactedMessages[M]:
     """Compact ``messages`` to ``max_tokens`` and return them in the same format.
 
@@ -96,8 +97,9 @@ def compact_messages[M](
     between plan and apply. ``keep_first`` pins the first non-system messages (the task), so
     every plan keeps them. ``estimator`` prices everything (``CharRatioEstimator()`` by
     default); a plan that fits means the returned messages fit, counted by the format's
-    ``count_tokens`` with the same estimator. With ``max_result_tokens``, every tool result
-    priced above it is sent as an excerpt (its first and last lines, within the cap) — in the
+    ``count_tokens`` with the same estimator. With ``max_result_tokens`` (a fraction of
+    ``max_tokens`` as a float, ``0.25``, or a token count as an int, ``2000``: the rule of
+    ``ContextWindow``'s options), every tool result priced above it is sent as an excerpt (its first and last lines, within the cap) — in the
     protected tail too — and an untouchable one counts at its excerpt's price; without it, as
     in 0.1, a result over the budget raises ``BudgetUnsatisfiable``.
 
@@ -122,7 +124,8 @@ def compact_messages[M](
 
     .. versionadded:: 0.1.0
     .. versionchanged:: 0.1.1
-       ``format`` may be a ``Format``; an async ``summarize`` is refused; ``max_result_tokens``.
+       ``format`` may be a ``Format``; an async ``summarize`` is refused; ``max_result_tokens``
+       (a fraction or a token count).
     """
     job = _Job.of(
         messages, max_tokens, format, system, policy, summarize, estimator,
@@ -150,7 +153,7 @@ async def acompact_messages[M](
     keep_recent_results: int = 2,
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
-    max_result_tokens: int | None = None,
+    max_result_tokens: float | int | None = None,
 ) -> CompactedMessages[M]:
     """Compact ``messages`` as ``compact_messages`` does, awaiting an async ``summarize``.
 
@@ -205,7 +208,7 @@ class _Job:
         keep_recent_results: int,
         priority: Callable[[int, dict[str, Any]], int] | None,
         pin: Callable[[int, dict[str, Any]], bool] | None,
-        max_result_tokens: int | None,
+        max_result_tokens: float | int | None,
     ) -> _Job:
         fmt = resolve(format, owner="compact_messages")
         if summarize is not None and not callable(summarize):
@@ -230,10 +233,15 @@ class _Job:
             transcript = pin_first_messages(transcript, binding, keep_first)
         # The messages' budget leaves room for what the request costs beyond them.
         room = check_count("compact_messages", "max_tokens", max_tokens)
+        cap = (
+            None
+            if max_result_tokens is None
+            else tokens_of("max_result_tokens", max_result_tokens, room, owner="compact_messages")
+        )
         budget = CompactionBudget(
             max(0, room - fmt.request_overhead(chosen)),
             protected_recent_turns,
-            max_result_tokens=max_result_tokens,
+            max_result_tokens=cap,
         )
         if policy is None:
             policy = (
@@ -243,7 +251,7 @@ class _Job:
                     estimator=chosen,
                     keep_recent_results=keep_recent_results,
                     summarize=summarize is not None,
-                    max_result_tokens=max_result_tokens,
+                    max_result_tokens=cap,
                 )
             )
         plan = policy.decide(transcript, budget)

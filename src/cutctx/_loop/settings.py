@@ -10,6 +10,7 @@ from baseaicore import ValidationError
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import check_count
+from cutctx.formats._common import shown
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -157,18 +158,29 @@ class Settings:
         )
 
 
-def tokens_of(name: str, value: object, max_tokens: int) -> int:
+def tokens_of(name: str, value: object, max_tokens: int, *, owner: str = _OWNER) -> int:
     """Return ``value`` in tokens: a float is a fraction of ``max_tokens``, an int is tokens.
 
+    The one rule for every option that takes either: ``0.5`` is half of ``max_tokens``, ``500``
+    is 500 tokens. ``1`` is refused (one token is never meant: ``1.0`` is all of ``max_tokens``),
+    as is a float over 1 (``800.0``: write ``800`` for tokens).
+
     Raises:
-        ValidationError: for anything else, or a value outside ``(0, 1]`` or ``[1, max_tokens]``.
+        ValidationError: for anything else, or a value outside ``(0.0, 1.0]`` or
+            ``[2, max_tokens]``, naming ``owner`` and the option.
     """
     if isinstance(value, float) and 0 < value <= 1:
         return max(1, int(value * max_tokens))
-    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= max_tokens:
+    if isinstance(value, int) and not isinstance(value, bool) and 2 <= value <= max_tokens:
         return value
+    if value == 1 and not isinstance(value, bool | float):
+        hint = "; 1 would be one token: write 1.0 for all of max_tokens"
+    elif isinstance(value, float) and value > 1:
+        hint = f"; a float is a fraction: write {int(value)} for a token count"
+    else:
+        hint = ""
     raise ValidationError(
-        f"{_OWNER}.{name} must be a fraction in (0, 1] or a token count in [1, max_tokens], "
-        f"got {value!r:.40}",
-        details={"field": name, "max_tokens": max_tokens},
+        f"{owner}.{name} must be a fraction (a float in (0.0, 1.0]) or a token count (an int "
+        f"in [2, {max_tokens}]), got {shown(value)}{hint}",
+        details={"field": name, "max_tokens": max_tokens, "value": shown(value)},
     )
