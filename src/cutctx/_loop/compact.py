@@ -92,16 +92,16 @@ def compact_messages[M](
     ``"openai_responses"``, ``"anthropic"``). Without ``policy`` it plans with
     ``default_messages_policy``: it masks old tool results (all but the last
     ``keep_recent_results``), then the recent ones too, and only then drops the oldest
-    exchanges; with ``summarize`` it summarizes (requests named ``SUMMARY_PROMPT_ID``) before
-    it masks the recent results, and calls ``summarize(request, turns)`` once per request,
-    between plan and apply. ``keep_first`` pins the first non-system messages (the task), so
-    every plan keeps them. ``estimator`` prices everything (``CharRatioEstimator()`` by
-    default); a plan that fits means the returned messages fit, counted by the format's
-    ``count_tokens`` with the same estimator. With ``max_result_tokens`` (a fraction of
-    ``max_tokens`` as a float, ``0.25``, or a token count as an int, ``2000``: the rule of
-    ``ContextWindow``'s options), every tool result priced above it is sent as an excerpt (its first and last lines, within the cap) — in the
-    protected tail too — and an untouchable one counts at its excerpt's price; without it, as
-    in 0.1, a result over the budget raises ``BudgetUnsatisfiable``.
+    exchanges; with ``summarize`` it summarizes (requests named ``SUMMARY_PROMPT_ID``) before it
+    masks the recent results, and calls ``summarize(request, turns)`` once per request, between
+    plan and apply. ``keep_first`` pins the first non-system messages (the task), so every plan
+    keeps them. ``estimator`` prices everything (``CharRatioEstimator()`` by default); a plan
+    that fits means the returned messages fit, counted by the format's ``count_tokens`` with the
+    same estimator. With ``max_result_tokens`` (a fraction of ``max_tokens`` as a float,
+    ``0.25``, or a token count as an int, ``2000``: the rule of ``ContextWindow``'s options),
+    every tool result priced above it is sent as an excerpt (its first and last lines, within
+    the cap) — in the protected tail too — and an untouchable one counts at its excerpt's price;
+    without it, as in 0.1, a result over the budget raises ``BudgetUnsatisfiable``.
 
     A message's ``"sticky": true`` (or a true ``pin(index, message)``) makes it untouchable and
     its ``"priority": n`` (or ``priority(index, message)``) sets its priority; neither key is

@@ -48,19 +48,20 @@ __all__ = ["ContextWindow", "WindowStats"]
 class ContextWindow:
     """The request to send now, for every step of one agent conversation.
 
-    ``prepare(history)`` takes the application's full history (messages of ``format``, grown
-    at its end, never edited in place; equal messages handed as new objects are the same
-    history) and returns the messages to send. While the request — earlier decisions applied,
-    new messages appended — stays at or under ``compact_at``, nothing is re-planned; when it
-    would pass it, one compaction brings it to ``compact_to`` (or, when the untouchable turns
-    make that impossible, under ``compact_at``, removing no more than that needs; when they
-    alone pass ``compact_at``, every message that fits under ``max_tokens`` is sent, and a cut
-    keeps the newest exchanges). A float is a fraction of ``max_tokens`` (``0.8``, ``1.0``), an
-    int a token count (``800``; ``1`` is refused), for every option that takes either.
-    Decisions are sticky: masked stays masked with the same bytes, a summary is reused (and given up last), dropped stays dropped. ``keep_first`` pins
-    the first non-system messages (the task). Messages carrying a ``"priority"`` (or
-    ``priority=``, a function of ``(index, message)``) are shed by priority unless ``policy`` is
-    given; ``"sticky": true`` (or ``pin=``) pins a message; neither key is sent.
+    ``prepare(history)`` takes the application's full history (messages of ``format``, grown at
+    its end, never edited in place; equal messages handed as new objects are the same history)
+    and returns the messages to send. While the request — earlier decisions applied, new
+    messages appended — stays at or under ``compact_at``, nothing is re-planned; when it would
+    pass it, one compaction brings it to ``compact_to`` (or, when the untouchable turns make
+    that impossible, under ``compact_at``, removing no more than that needs; when they alone
+    pass ``compact_at``, every message that fits under ``max_tokens`` is sent, and a cut keeps
+    the newest exchanges). A float is a fraction of ``max_tokens`` (``0.8``, ``1.0``), an int a
+    token count (``800``; ``1`` is refused), for every option that takes either. Decisions are
+    sticky: masked stays masked with the same bytes, a summary is reused (and given up last),
+    dropped stays dropped. ``keep_first`` pins the first non-system messages (the task).
+    Messages carrying a ``"priority"`` (or ``priority=``, a function of ``(index, message)``)
+    are shed by priority unless ``policy`` is given; ``"sticky": true`` (or ``pin=``) pins a
+    message; neither key is sent.
 
     >>> window = ContextWindow("openai_chat", max_tokens=1000)
     >>> window.prepare([{"role": "user", "content": "hi"}])
