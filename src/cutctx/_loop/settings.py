@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from baseaicore import ValidationError
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     ]
     type Priority = Callable[[int, dict[str, Any]], int]
     type Pin = Callable[[int, dict[str, Any]], bool]
+    type Observation = Callable[[int, dict[str, Any]], bool] | Callable[[dict[str, Any]], bool]
 
 __all__ = ["Settings", "tokens_of"]
 
@@ -54,6 +56,7 @@ class Settings:
     cap: int | None
     recall: bool
     given: dict[str, Any]
+    observation: Pin | None = None  # called as (index, message), whichever shape was given
     head_prices: tuple[int, ...] | None = None  # a state's: the head is not priced again
 
     @classmethod
@@ -75,6 +78,8 @@ class Settings:
         pin: object,
         max_result_tokens: object,
         recall: object,
+        *,
+        observation: object = None,
     ) -> Settings:
         """Check every option and return the settings.
 
@@ -110,6 +115,7 @@ class Settings:
             ("summarize", summarize, "(request, turns) -> str"),
             ("priority", priority, "(index, message) -> int"),
             ("pin", pin, "(index, message) -> bool"),
+            ("observation", observation, "(index, message) -> bool"),
         ):
             if function is not None and not callable(function):
                 raise ValidationError(
@@ -142,6 +148,11 @@ class Settings:
             pin=pin,  # type: ignore[arg-type]
             cap=cap,
             recall=bool(recall),
+            observation=(
+                None
+                if observation is None
+                else two_argument(cast("Callable[..., bool]", observation))
+            ),
             given={
                 "max_tokens": top,
                 "compact_at": compact_at,
@@ -156,6 +167,27 @@ class Settings:
                 "recall": recall,
             },
         )
+
+
+def two_argument(function: Callable[..., bool]) -> Pin:
+    """Return ``function`` as a callable of ``(index, message)``.
+
+    ``observation=`` takes either shape: ``message -> bool`` (one positional parameter) or
+    ``(index, message) -> bool``, as ``pin=`` does.
+    """
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: called as pin= is
+        return function
+    positional = [
+        p
+        for p in parameters
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    varargs = any(p.kind is p.VAR_POSITIONAL for p in parameters)
+    if len(positional) == 1 and not varargs:
+        return lambda _index, message: function(message)
+    return function
 
 
 def tokens_of(name: str, value: object, max_tokens: int, *, owner: str = _OWNER) -> int:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
     from cutctx._core.report import CompactionReport
     from cutctx._core.values import TranscriptTurn, TurnReplacement
-    from cutctx._loop.settings import Pin, Priority, Summarize
+    from cutctx._loop.settings import Observation, Pin, Priority, Summarize
     from cutctx.formats import Format, FormatName, Scanned
 
 __all__ = ["ContextWindow", "WindowStats"]
@@ -61,7 +61,10 @@ class ContextWindow:
     dropped stays dropped. ``keep_first`` pins the first non-system messages (the task).
     Messages carrying a ``"priority"`` (or ``priority=``, a function of ``(index, message)``)
     are shed by priority unless ``policy`` is given; ``"sticky": true`` (or ``pin=``) pins a
-    message; neither key is sent.
+    message; neither key is sent. ``observation=`` (``message -> bool`` or ``(index, message) ->
+    bool``) marks the user messages that carry tool output (a ReAct agent's, SWE-agent's): each
+    is a tool result to every policy, in the exchange of the assistant message before it;
+    unmarked user messages are never touched.
 
     >>> window = ContextWindow("openai_chat", max_tokens=1000)
     >>> window.prepare([{"role": "user", "content": "hi"}])
@@ -74,7 +77,8 @@ class ContextWindow:
 
     .. versionadded:: 0.1.0
     .. versionchanged:: 0.1.1
-       ``format`` may be a ``cutctx.formats.Format``; a history is recognised by content.
+       ``format`` may be a ``cutctx.formats.Format``; a history is recognised by content;
+       ``observation=``.
     """
 
     def __init__(
@@ -97,11 +101,12 @@ class ContextWindow:
         pin: Pin | None = None,
         max_result_tokens: float | int | None = 0.25,
         recall: bool = False,
+        observation: Observation | None = None,
     ) -> None:
         settings = Settings.of(
             max_tokens, compact_at, compact_to, keep_first, protected_recent_turns,
             keep_recent_results, system, estimator, summarize, policy, summary_input_tokens,
-            cache_breakpoints, priority, pin, max_result_tokens, recall,
+            cache_breakpoints, priority, pin, max_result_tokens, recall, observation=observation,
         )  # fmt: skip
         self._setup(resolve(format, owner="ContextWindow"), settings)
 
@@ -230,6 +235,7 @@ class ContextWindow:
         priority: Priority | None = None,
         pin: Pin | None = None,
         format: Format[Any] | None = None,
+        observation: Observation | None = None,
     ) -> ContextWindow:
         """Return a window that continues from ``state()`` (or its JSON text).
 
@@ -244,7 +250,7 @@ class ContextWindow:
         """
         return codec.decode(
             cls, state, estimator=estimator, summarize=summarize, policy=policy,
-            priority=priority, pin=pin, format=format,
+            priority=priority, pin=pin, format=format, observation=observation,
         )  # fmt: skip
 
     # -- one step -----------------------------------------------------------------------------
