@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 import tiktoken
 from baseaicore import ValidationError
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from cutctx import (
     BudgetUnsatisfiable,
@@ -520,3 +522,28 @@ class TestObservations:
                 format="openai_chat",
                 observation="yes",  # type: ignore[arg-type]
             )
+
+    def test_a_framework_history_masks_its_observations(self) -> None:
+        def marked(message: dict[str, Any]) -> bool:
+            return any(str(m["content"]).startswith("OBSERVATION:") for m in message["messages"])
+
+        lines = [SystemMessage("sys"), HumanMessage("task")]
+        requests: list[Any] = [ModelRequest(parts=[UserPromptPart("task")])]
+        for message in swe_agent(8)[2:]:
+            if message["role"] == "assistant":
+                lines.append(AIMessage(message["content"]))
+                requests.append(ModelResponse(parts=[TextPart(message["content"])]))
+            else:
+                lines.append(HumanMessage(message["content"]))
+                requests.append(ModelRequest(parts=[UserPromptPart(message["content"])]))
+        for fmt, history in (("langchain", lines), ("pydantic_ai", requests)):
+            done = compact_messages(
+                history,
+                max_tokens=3000,
+                format=fmt,  # type: ignore[arg-type]
+                observation=marked,
+            )
+            assert done.report.masked_turn_ids, fmt
+            assert done.report.dropped_turn_ids == (), fmt
+            assert resolve(fmt).count_tokens(done.messages) <= 3000
+            assert any("[tool result masked by cutctx]" in str(m) for m in done.messages), fmt

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["Settings", "tokens_of"]
 
 _OWNER = "ContextWindow"
+_VARARGS = 0x04  # a code object's flag for *args (inspect.CO_VARARGS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,20 +172,17 @@ class Settings:
 def two_argument(function: Callable[..., bool]) -> Pin:
     """Return ``function`` as a callable of ``(index, message)``.
 
-    ``observation=`` takes either shape: ``message -> bool`` (one positional parameter) or
-    ``(index, message) -> bool``, as ``pin=`` does.
+    ``observation=`` takes either shape: ``message -> bool`` (a function or method of one
+    required positional parameter and no ``*args``) or ``(index, message) -> bool``, as ``pin=``
+    takes. Any other callable (a class instance, a builtin) is called as ``pin=`` is.
     """
-    try:
-        parameters = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):  # a builtin without a signature: called as pin= is
+    code = getattr(function, "__code__", None)
+    if code is None or code.co_flags & _VARARGS:
         return function
-    positional = [
-        p
-        for p in parameters
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-    ]
-    varargs = any(p.kind is p.VAR_POSITIONAL for p in parameters)
-    if len(positional) == 1 and not varargs:
+    required = code.co_argcount - len(getattr(function, "__defaults__", None) or ())
+    if hasattr(function, "__self__"):  # a bound method: its first parameter is bound
+        required -= 1
+    if required == 1:
         return lambda _index, message: function(message)
     return function
 
