@@ -26,6 +26,7 @@ from cutctx import (
     TokenizerEstimator,
     TranscriptTurn,
     WindowStats,
+    default_messages_policy,
 )
 from cutctx.formats import ANTHROPIC, OPENAI_CHAT, Format, anthropic, openai_chat, openai_responses
 from cutctx.formats._common import SUMMARY_LABEL
@@ -603,7 +604,8 @@ class TestShapes:
         window = ContextWindow("anthropic", max_tokens=1000, system="Be brief.")
         assert (window.format, window.system) == ("anthropic", "Be brief.")
         assert window.policy.name == (
-            "chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)"
+            "chain(stub_dropping@1.0.0+observation_masking@1.0.0+observation_masking@1.0.0"
+            "+drop_oldest@1.0.0)"
         )
 
 
@@ -1446,3 +1448,35 @@ class TestObservations:
     def test_an_observation_that_is_not_callable_is_refused(self) -> None:
         with pytest.raises(ValidationError, match="observation must be callable"):
             ContextWindow("openai_chat", max_tokens=3000, observation=True)  # type: ignore[arg-type]
+
+
+class TestMessagesDefaultVersions:
+    def test_a_state_of_the_first_messages_default_continues_with_it(self) -> None:
+        old = ContextWindow(
+            "openai_chat",
+            max_tokens=2000,
+            policy=default_messages_policy(version=1, estimator=CharRatioEstimator()),
+        )
+        history: list[dict[str, Any]] = []
+        for history in session("openai_chat", 40):
+            old.prepare(history)
+        state = json.loads(json.dumps(old.state()))
+        restored = ContextWindow.from_state(state)
+        assert restored.policy.name == old.policy.name
+        assert restored.prepare(history) == old.prepare(history)
+
+    def test_the_window_drops_old_stubs_before_it_masks_fresher_results(self) -> None:
+        v2 = ContextWindow("openai_chat", max_tokens=6000, keep_first=1)
+        v1 = ContextWindow(
+            "openai_chat",
+            max_tokens=6000,
+            keep_first=1,
+            policy=default_messages_policy(version=1),
+        )
+        masked = {"v1": 0, "v2": 0}
+        for history in session("openai_chat", 200):
+            for name, window in (("v1", v1), ("v2", v2)):
+                request = window.prepare(history)
+                recent = request[-12:]
+                masked[name] += sum("masked by cutctx" in str(m.get("content")) for m in recent)
+        assert masked["v2"] < masked["v1"]  # the recent results stay whole more often

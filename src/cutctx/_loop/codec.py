@@ -195,10 +195,10 @@ def decode(
         )  # fmt: skip
         settings = dataclasses.replace(settings, head_prices=tuple(map(int, data["head"])))
         window = cls.__new__(cls)
-        window._setup(
-            resolve(format if format is not None else data["format"], owner="ContextWindow"),
-            settings,
-        )
+        fmt = resolve(format if format is not None else data["format"], owner="ContextWindow")
+        window._setup(fmt, settings)
+        if policy is None and _named(window._policy) != data["policy"]:
+            window._setup(fmt, settings, version=1)  # a state of the first messages default
         _check_same(window, data)
         seen = data["seen"]
         window._saved = Saved(

@@ -28,6 +28,7 @@ from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.excerpting import ExcerptingPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.priority import PriorityPolicy
+from cutctx._policies.stubs import StubDroppingPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats import Binding, Format, FormatName, resolve
 from cutctx.formats._marks import read_observations
@@ -383,33 +384,47 @@ def default_messages_policy(
     max_result_tokens: int | None = None,
     placeholder: str = DEFAULT_PLACEHOLDER,
     recall_tool: str | None = None,
+    version: int = 1,
 ) -> PolicyChain:
     """Return the policy ``compact_messages``, ``ContextWindow`` and the CLI plan with.
 
-    ``PolicyChain([ObservationMaskingPolicy(keep_recent_results), ObservationMaskingPolicy(0),
-    DropOldestPolicy()])``: the old results are masked first (all but the last
-    ``keep_recent_results``), then the recent ones too, before any exchange is dropped — which
-    is why ``observation_masking`` appears twice in its name. With ``summarize``, summaries
-    (``SummarizingPolicy``, or ``BoundedSummarizingPolicy`` when ``summary_input_tokens``
-    bounds their input; requests named ``SUMMARY_PROMPT_ID``) come after the old results are
-    masked and before the floor is. The masking members price stubs with ``estimator`` (the
-    one that prices the messages: the budget guarantee needs it), labelled ``placeholder``.
-    With ``max_result_tokens`` an ``ExcerptingPolicy`` goes first (it excerpts by the budget's
-    ``max_result_tokens``, which ``compact_messages`` sets to the same figure; its elision lines
-    name ``recall_tool`` when given). It differs from 0.1's ``default_chain`` (masking,
-    summarizing, drop): see ``docs/policies.md``.
+    ``version=1`` (``compact_messages``' and the CLI's): ``PolicyChain([ObservationMaskingPolicy(
+    keep_recent_results), ObservationMaskingPolicy(0), DropOldestPolicy()])``: the old results
+    are masked first (all but the last ``keep_recent_results``), then the recent ones too, before
+    any exchange is dropped — which is why ``observation_masking`` appears twice in its name.
+    ``version=2`` (``ContextWindow``'s): stubs pay for their place — the exchanges already
+    masked are dropped, oldest first (``StubDroppingPolicy``), before a fresher result is masked;
+    then the same masking and dropping as version 1.
+    With ``summarize``, summaries (``SummarizingPolicy``, or ``BoundedSummarizingPolicy`` when
+    ``summary_input_tokens`` bounds their input; requests named ``SUMMARY_PROMPT_ID``) come
+    after the old results are masked and before the floor is. The masking members price stubs
+    with ``estimator`` (the one that prices the messages: the budget guarantee needs it),
+    labelled ``placeholder``. With ``max_result_tokens`` an ``ExcerptingPolicy`` goes first (it
+    excerpts by the budget's ``max_result_tokens``, which ``compact_messages`` sets to the same
+    figure; its elision lines name ``recall_tool`` when given). It differs from 0.1's
+    ``default_chain`` (masking, summarizing, drop): see ``docs/policies.md``.
 
     >>> default_messages_policy().name
     'chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
+    >>> default_messages_policy(version=2).name
+    'chain(stub_dropping@1.0.0+observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
+
+    Raises:
+        ValidationError: for a ``version`` other than 1 or 2, or a negative count.
 
     .. versionadded:: 0.1.1
     """
-    check_count("default_messages_policy", "keep_recent_results", keep_recent_results)
+    owner = "default_messages_policy"
+    check_count(owner, "keep_recent_results", keep_recent_results)
+    if version not in (1, 2) or isinstance(version, bool):
+        raise ValidationError(
+            f"{owner}.version must be 1 or 2, got {version!r:.40}", details={"field": "version"}
+        )
     old = ObservationMaskingPolicy(keep_recent_results, placeholder, estimator=estimator)
     floor = ObservationMaskingPolicy(0, placeholder, estimator=estimator)
-    members: list[CompactionPolicy] = [old]
+    members: list[CompactionPolicy] = [old] if version == 1 else [StubDroppingPolicy(), old]
     if max_result_tokens is not None:
-        check_count("default_messages_policy", "max_result_tokens", max_result_tokens)
+        check_count(owner, "max_result_tokens", max_result_tokens)
         members.insert(0, ExcerptingPolicy(estimator=estimator, recall_tool=recall_tool))
     if summarize:
         members.append(

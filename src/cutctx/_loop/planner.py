@@ -33,6 +33,7 @@ from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
+from cutctx._policies.stubs import StubDroppingPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 
 if TYPE_CHECKING:
@@ -80,11 +81,14 @@ def stages_of(policy: CompactionPolicy) -> tuple[CompactionPolicy, ...]:
         return (policy,)
     members = policy.policies
     lead = 0
-    while lead < len(members) and isinstance(members[lead], ObservationMaskingPolicy):
+    while lead < len(members) and isinstance(
+        members[lead], ObservationMaskingPolicy | StubDroppingPolicy
+    ):
         lead += 1
     later = members[lead:]
     if not lead or all(
-        isinstance(member, ObservationMaskingPolicy | DropOldestPolicy) for member in later
+        isinstance(member, ObservationMaskingPolicy | StubDroppingPolicy | DropOldestPolicy)
+        for member in later
     ):
         return (policy,)
     first = members[0] if lead == 1 else PolicyChain(members[:lead])

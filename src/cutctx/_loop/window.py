@@ -110,8 +110,12 @@ class ContextWindow:
         )  # fmt: skip
         self._setup(resolve(format, owner="ContextWindow"), settings)
 
-    def _setup(self, fmt: Format[Any], settings: Settings) -> None:
-        """Make the window's parts for ``fmt`` and ``settings`` (``from_state`` comes here too)."""
+    def _setup(self, fmt: Format[Any], settings: Settings, *, version: int = 2) -> None:
+        """Make the window's parts for ``fmt`` and ``settings`` (``from_state`` comes here too).
+
+        ``version`` is the messages default's, when no policy is given (a state of version 1
+        continues with it).
+        """
         self._format, self._settings = fmt, settings
         self._policy: CompactionPolicy = settings.policy or default_messages_policy(
             estimator=settings.estimator,
@@ -119,6 +123,7 @@ class ContextWindow:
             summarize=settings.summarize is not None,
             summary_input_tokens=settings.summary_input,
             placeholder=RECALL_PLACEHOLDER if settings.recall else DEFAULT_PLACEHOLDER,
+            version=version,
         )
         self._recall = RecallIndex() if settings.recall else None
         self._planner = Planner(self._format, settings, self._policy)
