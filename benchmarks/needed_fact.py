@@ -275,13 +275,106 @@ def loops(max_tokens: int, price: Pricer) -> dict[str, tuple[Callable[..., Any],
 _RECALL_PLACEHOLDER = RECALL_PLACEHOLDER
 
 
+def as_user_observations(data: Session) -> Session:
+    """The same session in SWE-agent's shape: the command in the text, the output a user message."""
+    messages = list(data.messages[:2])
+    digests: dict[str, str] = {}
+    for message in data.messages[2:]:
+        if message["role"] == "assistant":
+            call = message["tool_calls"][0]["function"]
+            text = f"{message['content']}\n```\n{call['name']} {call['arguments']}\n```"
+            messages.append({"role": "assistant", "content": text})
+        else:
+            content = "OBSERVATION:\n" + message["content"]
+            digests[json_string_digest(message["content"])] = json_string_digest(content)
+            messages.append({"role": "user", "content": content})
+    needed = [(line, digests[digest]) for line, digest in data.needed]
+    return Session(messages, data.ends, needed)
+
+
+def is_observation(message: dict[str, Any]) -> bool:
+    """SWE-agent's observations: user messages opening with ``OBSERVATION:``."""
+    return str(message.get("content", "")).startswith("OBSERVATION:")
+
+
+def bare(
+    request: list[dict[str, Any]], history: Sequence[dict[str, Any]], room: int, price: Pricer
+) -> bool:
+    """Whether ``request`` holds only the head and the protected tail while an exchange fits."""
+    if len(history) <= 6 or len(request) > 6:
+        return False
+    held = {id(message) for message in (*history[:2], *history[-4:])}
+    if not all(id(message) in held for message in request):
+        return False
+    cheapest = min(sum(map(price, history[i : i + 2])) for i in range(2, len(history) - 4, 2))
+    return sum(map(price, request)) + 3 + cheapest <= room
+
+
+def sessions(steps: int, shares: Sequence[float]) -> dict[str, dict[str, float]]:
+    """Both shapes at windows of ``shares`` of the session: the window against per-step trim."""
+    price = Pricer()
+    rows: dict[str, dict[str, float]] = {}
+    for shape in ("tool messages", "user messages"):
+        data = session(steps, seed=SEED + 1)
+        if shape == "user messages":
+            data = as_user_observations(data)
+        whole = sum(map(price, data.messages))
+        for share in shares:
+            max_tokens = int(whole * share)
+            window = ContextWindow(
+                "openai_chat",
+                max_tokens=max_tokens,
+                keep_first=1,
+                estimator=ESTIMATOR,
+                recall=True,
+                observation=is_observation if shape == "user messages" else None,
+            )
+            bares = 0
+
+            def step(
+                history: list[dict[str, Any]],
+                _window: ContextWindow = window,
+                _room: int = max_tokens,
+            ) -> list[dict[str, Any]]:
+                nonlocal bares
+                request = _window.prepare(history)
+                bares += bare(request, history, _room, price)
+                return request
+
+            for name, loop in (
+                ("window", step),
+                ("trim", lambda history, room=max_tokens: trim(history, room, price)),
+            ):
+                row = run(data, loop, max_tokens, price, recall=name == "window").row()
+                row["bare"] = bares if name == "window" else 0
+                rows[f"{shape}, {share:.0%} ({max_tokens}) {name}"] = row
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--sessions", action="store_true", help="both shapes at 25 %% and 50 %% of the session"
+    )
     args = parser.parse_args(argv)
+    if args.sessions:
+        rows = sessions(SMOKE_STEPS if args.smoke else 150, (0.25, 0.5))
+        print(
+            f"{'session, window, loop':<46}{'present':>9}{'or recall':>11}{'prefix-hit':>12}"
+            f"{'bare':>6}"
+        )
+        for name, row in rows.items():
+            print(
+                f"{name:<46}{row['present']:>8.1f}%{row['present_or_recallable']:>10.1f}%"
+                f"{row['prefix_hit']:>11.1f}%{row['bare']:>6.0f}"
+            )
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        return 0
     steps = SMOKE_STEPS if args.smoke else args.steps
     windows = SMOKE_WINDOWS if args.smoke else WINDOWS
     data = session(steps)

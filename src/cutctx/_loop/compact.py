@@ -393,8 +393,9 @@ def default_messages_policy(
     are masked first (all but the last ``keep_recent_results``), then the recent ones too, before
     any exchange is dropped — which is why ``observation_masking`` appears twice in its name.
     ``version=2`` (``ContextWindow``'s): stubs pay for their place — the exchanges already
-    masked are dropped, oldest first (``StubDroppingPolicy``), before a fresher result is masked;
-    then the same masking and dropping as version 1.
+    masked are dropped, oldest first (``StubDroppingPolicy``), before a fresher result is masked:
+    first, or with ``summarize`` after the summaries (a summary is not given up for a stub);
+    the rest as version 1.
     With ``summarize``, summaries (``SummarizingPolicy``, or ``BoundedSummarizingPolicy`` when
     ``summary_input_tokens`` bounds their input; requests named ``SUMMARY_PROMPT_ID``) come
     after the old results are masked and before the floor is. The masking members price stubs
@@ -422,7 +423,7 @@ def default_messages_policy(
         )
     old = ObservationMaskingPolicy(keep_recent_results, placeholder, estimator=estimator)
     floor = ObservationMaskingPolicy(0, placeholder, estimator=estimator)
-    members: list[CompactionPolicy] = [old] if version == 1 else [StubDroppingPolicy(), old]
+    members: list[CompactionPolicy] = [old]
     if max_result_tokens is not None:
         check_count(owner, "max_result_tokens", max_result_tokens)
         members.insert(0, ExcerptingPolicy(estimator=estimator, recall_tool=recall_tool))
@@ -432,6 +433,8 @@ def default_messages_policy(
             if summary_input_tokens is None
             else BoundedSummarizingPolicy(SUMMARY_PROMPT_ID, max_input_tokens=summary_input_tokens)
         )
+    if version == 2:  # stubs go before fresher results do: first, or after the summaries
+        members.insert(len(members) if summarize else len(members) - 1, StubDroppingPolicy())
     return PolicyChain((*members, floor, DropOldestPolicy()))
 
 
