@@ -38,6 +38,7 @@ from cutctx._core.errors import CompactionError as CompactionError
 from cutctx._core.errors import PlanTranscriptMismatch as PlanTranscriptMismatch
 from cutctx._core.errors import SummaryMissing as SummaryMissing
 from cutctx._core.estimators import CharRatioEstimator as CharRatioEstimator
+from cutctx._core.text_estimator import TextEstimator as TextEstimator
 from cutctx._core.estimators import TokenizerEstimator as TokenizerEstimator
 from cutctx._core.executor import CompactionExecutor as CompactionExecutor
 from cutctx._core.metadata import PRIORITY_KEY as PRIORITY_KEY
@@ -87,6 +88,7 @@ __all__ = [
     "BoundedSummarizingPolicy",
     "BudgetUnsatisfiable",
     "CharRatioEstimator",
+    "TextEstimator",
     "CompactedMessages",
     "CompactedTranscript",
     "CompactionBudget",
