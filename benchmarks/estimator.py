@@ -32,9 +32,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import tiktoken
+from tests.estimator_corpus import CLASSES, corpus
 
 from cutctx import CharRatioEstimator, TextEstimator
-from tests.estimator_corpus import CLASSES, corpus
 
 
 def accuracy(texts: list[tuple[str, str]], encode: object) -> dict[str, dict[str, float]]:
@@ -103,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"accuracy": table, "speed": timing}, indent=2))
         return 0
-    print(f"TextEstimator {TextEstimator.name} vs cl100k_base, seed {args.seed}, texts >= 200 tokens")
+    print(
+        f"TextEstimator {TextEstimator.name} vs cl100k_base, seed {args.seed}, texts >= 200 tokens"
+    )
     print("| class | texts | min | median | max | overall | chars/4 overall |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for kind, row in table.items():

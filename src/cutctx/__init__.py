@@ -38,7 +38,6 @@ from cutctx._core.errors import CompactionError as CompactionError
 from cutctx._core.errors import PlanTranscriptMismatch as PlanTranscriptMismatch
 from cutctx._core.errors import SummaryMissing as SummaryMissing
 from cutctx._core.estimators import CharRatioEstimator as CharRatioEstimator
-from cutctx._core.text_estimator import TextEstimator as TextEstimator
 from cutctx._core.estimators import TokenizerEstimator as TokenizerEstimator
 from cutctx._core.executor import CompactionExecutor as CompactionExecutor
 from cutctx._core.metadata import PRIORITY_KEY as PRIORITY_KEY
@@ -48,6 +47,7 @@ from cutctx._core.protocols import CompactionPolicy as CompactionPolicy
 from cutctx._core.protocols import TokenEstimator as TokenEstimator
 from cutctx._core.report import CompactedTranscript as CompactedTranscript
 from cutctx._core.report import CompactionReport as CompactionReport
+from cutctx._core.text_estimator import TextEstimator as TextEstimator
 from cutctx._core.values import DEFAULT_PLACEHOLDER as DEFAULT_PLACEHOLDER
 from cutctx._core.values import EMPTY_METADATA as EMPTY_METADATA
 from cutctx._core.values import GROUP_ID_PREFIX as GROUP_ID_PREFIX
@@ -88,7 +88,6 @@ __all__ = [
     "BoundedSummarizingPolicy",
     "BudgetUnsatisfiable",
     "CharRatioEstimator",
-    "TextEstimator",
     "CompactedMessages",
     "CompactedTranscript",
     "CompactionBudget",
@@ -109,6 +108,7 @@ __all__ = [
     "SummarizationRequest",
     "SummarizingPolicy",
     "SummaryMissing",
+    "TextEstimator",
     "TokenEstimator",
     "TokenizerEstimator",
     "Transcript",

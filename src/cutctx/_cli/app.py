@@ -80,10 +80,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--tokenizer",
-        default="chars",
+        default="text",
         metavar="NAME",
-        help="chars (4 characters a token) or a tiktoken encoding, such as "
-        "cl100k_base, with the cutctx[tiktoken] extra",
+        help="text (the default: TextEstimator, counts like cl100k_base from the text's "
+        "structure), chars (4 characters a token) or a tiktoken encoding, such as cl100k_base, "
+        "with the cutctx[tiktoken] extra",
     )
     budget = _Parser(add_help=False)
     budget.add_argument(

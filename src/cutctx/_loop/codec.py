@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from baseaicore import ValidationError
 
+from cutctx._core.estimators import restored_estimator
 from cutctx._core.values import Action, Transcript, TurnReplacement, group_id_for
 from cutctx._loop.compact import CompactedMessages, priority_policy
 from cutctx._loop.decisions import Decisions, Summary
@@ -161,7 +162,7 @@ def decode(
     cls: type[ContextWindow],
     state: object,
     *,
-    estimator: TokenEstimator | None,
+    estimator: TokenEstimator | str | None,
     summarize: Summarize | None,
     policy: CompactionPolicy | None,
     priority: Priority | None,
@@ -176,8 +177,10 @@ def decode(
             state's.
     """
     data = _loaded(state)
-    given = {"estimator": estimator, "summarize": summarize, "priority": priority, "pin": pin}
     try:
+        if estimator is None:  # the state's own, when its marks make it again (the default's do)
+            estimator = restored_estimator(*data["estimator"])
+        given = {"estimator": estimator, "summarize": summarize, "priority": priority, "pin": pin}
         _check_given(data, given, format)
         settings = Settings.of(
             data["max_tokens"], data["compact_at"], data["compact_to"], data["keep_first"],
