@@ -24,7 +24,10 @@ From ``baseaicore`` (the one runtime dependency) only its error classes and its 
 helpers may be imported: it also ships a clock and an id generator, which the core must not use.
 
 The framework formats and integrations may import their own framework, and only theirs
-(``FRAMEWORKS``): importing them is what they are for, and ``cutctx`` never imports them.
+(``FRAMEWORKS``): importing them is what they are for, and ``cutctx`` never imports them. So may
+``cutctx._core.estimators`` import tiktoken (the ``cutctx[tiktoken]`` extra), inside the one
+function that loads an encoding a caller names (``estimator="cl100k_base"``): reading the
+tokenizer's own data is what naming it asks for, and ``import cutctx`` never imports it.
 
 Exempt: the command line, ``cutctx._cli`` and ``cutctx.__main__``. It reads and writes files and
 standard streams by design, and it is an edge over the library, not part of it: the library never
@@ -79,6 +82,7 @@ FRAMEWORKS = {
     "cutctx.integrations.langchain": frozenset({"langchain", "langchain_core", "langgraph"}),
     "cutctx.integrations.openai_agents": frozenset({"agents"}),
     "cutctx.integrations.pydantic_ai": frozenset({"pydantic_ai"}),
+    "cutctx._core.estimators": frozenset({"tiktoken"}),  # a tokenizer named by the caller
 }
 COMMAND_LINE = ("cutctx._cli", "cutctx.__main__")
 CORE = frozenset(
