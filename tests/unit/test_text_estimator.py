@@ -1,4 +1,4 @@
-"""TextEstimator: its accuracy against cl100k_base per class of text, on seeds it was not tuned on."""
+"""TextEstimator: its accuracy against cl100k_base per class of text, on unseen seeds."""
 
 from __future__ import annotations
 
