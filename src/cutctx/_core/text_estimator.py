@@ -54,6 +54,13 @@ _SCRIPTS = (  # only for a text that is not ASCII
     re.compile(r"[\u200d\u2600-\u27bf\ufe0f\U0001f000-\U0001faff]+"),  # emoji
     re.compile(r"[^\W_A-Za-z0-9]+"),  # letters of any other script, accented ones
 )
+# A run needs 16 letters, digits or "+" in a row: ``_ALNUM`` turns each into "x" in the text's
+# UTF-8 bytes (every byte of another character is 0x80 or above), so one substring search says
+# whether the run pass is needed at all — in most prose and code it is not.
+_ALNUM = bytes.maketrans(
+    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz+", b"x" * 63
+)
+_SIXTEEN = b"x" * 16
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CJK_COMMON = re.compile(f"[{_CJK_ONE}]")
 _HANGUL = re.compile(r"[\uac00-\ud7af]")
@@ -63,7 +70,7 @@ _WORDS = re.compile(r"[A-Za-z]+")
 _DIGITS = re.compile(r"[0-9]{1,3}")  # three at most a piece, as the tokenizer takes them
 _SPACED_DIGITS = re.compile(r" (?=0)")  # a space before digits is a piece of its own
 _PUNCTUATION = re.compile(r"[^\s\w]+")
-_TAKEN_IN = re.compile(r"(?<![^\w\n])[^\s\w](?=a)")  # a mark its word takes in: 's .x (x
+_TAKEN_IN = re.compile(r"[^\s\w](?<=[\w\n].)(?=a)")  # a mark its word takes in: 's .x (x
 _INDENTED = re.compile(r"\n[ \t]+")
 
 # (tokens a piece, tokens a character): hex and base64 runs; the scripts, in _SCRIPTS's order.
@@ -109,7 +116,8 @@ class TextEstimator:
     def estimate_tokens(self, text: str) -> int:
         """Return the estimated token count of ``text`` (0 for the empty text)."""
         total = 0.0
-        runs = _RUNS.findall(text)
+        probe = text.encode("utf-8", "surrogatepass").translate(_ALNUM)
+        runs = _RUNS.findall(text) if _SIXTEEN in probe else None
         if runs:
             hexes, base64s = zip(*runs, strict=True)
             total += _price(_HEX_RULE, hexes) + _price(_BASE64_RULE, base64s)
