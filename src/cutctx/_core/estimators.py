@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from baseaicore import ValidationError
 
@@ -18,7 +18,13 @@ from cutctx._core.values import check_count, check_ratio, check_str
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from cutctx._core.protocols import TokenEstimator
+
+class TokenEstimator(Protocol):
+    """``cutctx.TokenEstimator``, restated here: the protocols module sits above this layer."""
+
+    def estimate_tokens(self, text: str) -> int:
+        """Return the estimated token count of ``text``."""
+        ...
 
 __all__ = [
     "CharRatioEstimator",
