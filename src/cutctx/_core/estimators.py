@@ -26,6 +26,7 @@ class TokenEstimator(Protocol):
         """Return the estimated token count of ``text``."""
         ...
 
+
 __all__ = [
     "CharRatioEstimator",
     "TokenizerEstimator",
@@ -163,7 +164,8 @@ def load_encoding(name: str, *, owner: str) -> TokenizerEstimator:
         import tiktoken  # noqa: PLC0415 - an optional extra, loaded only when a name is given
     except ImportError:
         raise ValidationError(
-            f'{owner}: the tokenizer {name!r} needs tiktoken: pip install "cutctx[tiktoken]"',
+            f'{owner}: the tokenizer {name!r} needs tiktoken: pip install "cutctx[tiktoken]" '
+            "(in a cutctx checkout, pip install '.[tiktoken]')",
             details={"field": "estimator", "extra": "tiktoken"},
         ) from None
     offline = f"{name}_offline"
