@@ -19,7 +19,13 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cutctx import BudgetUnsatisfiable, CompactionError, ContextWindow, TokenizerEstimator
+from cutctx import (
+    BudgetUnsatisfiable,
+    CharRatioEstimator,
+    CompactionError,
+    ContextWindow,
+    TokenizerEstimator,
+)
 from cutctx.formats import anthropic, openai_chat
 from tests import format_validators as fv
 from tests import session_strategies as ss
@@ -68,8 +74,8 @@ class Setup:
 
     @property
     def estimator(self) -> TokenEstimator | None:
-        """The estimator given to the window (``None``: its default)."""
-        return CL100K if self.tokenizer else None
+        """The estimator given to the window: cl100k, or the character ratio its prices use."""
+        return CL100K if self.tokenizer else CharRatioEstimator()  # the prices below: chars
 
     def tokens(self, value: float | int) -> int:
         """A float as a fraction of ``max_tokens`` (rounded down), an int as tokens."""
