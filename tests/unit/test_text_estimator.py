@@ -57,7 +57,8 @@ class TestTextEstimator:
             ("The quick brown fox jumps over the lazy dog.", 11),
             ("12345678", 4),  # three digit pieces
             ("你好", 2),
-            ("a" * 20, 2),  # one long word
+            ("z" * 20, 2),  # one long word
+            ("a" * 20, 14),  # 16 hex digits or more are priced as a hex run
             ("a" * 40, 26),  # a run of 24 letters or more is priced as base64
         ],
     )
