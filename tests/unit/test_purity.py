@@ -27,7 +27,10 @@ The framework formats and integrations may import their own framework, and only 
 (``FRAMEWORKS``): importing them is what they are for, and ``cutctx`` never imports them. So may
 ``cutctx._core.estimators`` import tiktoken (the ``cutctx[tiktoken]`` extra), inside the one
 function that loads an encoding a caller names (``estimator="cl100k_base"``): reading the
-tokenizer's own data is what naming it asks for, and ``import cutctx`` never imports it.
+tokenizer's own data is what naming it asks for, and ``import cutctx`` never imports it. The
+format registry, ``cutctx.formats._registry``, may import ``importlib.metadata`` (``REGISTRY``):
+finding the formats installed packages declare as entry points reads their metadata files, and
+it does so only for a format name that is not a built-in one.
 
 Exempt: the command line, ``cutctx._cli`` and ``cutctx.__main__``. It reads and writes files and
 standard streams by design, and it is an edge over the library, not part of it: the library never
@@ -85,6 +88,9 @@ FRAMEWORKS = {
     "cutctx._core.estimators": frozenset({"tiktoken"}),  # a tokenizer named by the caller
 }
 COMMAND_LINE = ("cutctx._cli", "cutctx.__main__")
+# The format registry reads installed packages' entry points (their metadata files): the one
+# place the library looks at the world, only for a format name that is none of its own.
+REGISTRY = {"cutctx.formats._registry": frozenset({"importlib.metadata"})}
 CORE = frozenset(
     {
         "cutctx",
@@ -155,6 +161,8 @@ def impurities(
                 problems.append(f"{module}:{line} imports {DEPENDENCY} whole")
         elif top in FRAMEWORKS.get(module, frozenset()):
             return  # a framework module's own framework
+        elif name in REGISTRY.get(module, frozenset()):
+            return  # the registry's entry points
         elif name not in ALLOWED_MODULES:
             problems.append(f"{module}:{line} imports {name}")
 
