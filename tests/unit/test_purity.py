@@ -24,7 +24,10 @@ From ``baseaicore`` (the one runtime dependency) only its error classes and its 
 helpers may be imported: it also ships a clock and an id generator, which the core must not use.
 
 The framework formats and integrations may import their own framework, and only theirs
-(``FRAMEWORKS``): importing them is what they are for, and ``cutctx`` never imports them. The
+(``FRAMEWORKS``): importing them is what they are for, and ``cutctx`` never imports them. So may
+``cutctx._core.estimators`` import tiktoken (the ``cutctx[tiktoken]`` extra), inside the one
+function that loads an encoding a caller names (``estimator="cl100k_base"``): reading the
+tokenizer's own data is what naming it asks for, and ``import cutctx`` never imports it. The
 format registry, ``cutctx.formats._registry``, may import ``importlib.metadata`` (``REGISTRY``):
 finding the formats installed packages declare as entry points reads their metadata files, and
 it does so only for a format name that is not a built-in one.
@@ -82,6 +85,7 @@ FRAMEWORKS = {
     "cutctx.integrations.langchain": frozenset({"langchain", "langchain_core", "langgraph"}),
     "cutctx.integrations.openai_agents": frozenset({"agents"}),
     "cutctx.integrations.pydantic_ai": frozenset({"pydantic_ai"}),
+    "cutctx._core.estimators": frozenset({"tiktoken"}),  # a tokenizer named by the caller
 }
 COMMAND_LINE = ("cutctx._cli", "cutctx.__main__")
 # The format registry reads installed packages' entry points (their metadata files): the one

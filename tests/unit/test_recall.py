@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 from baseaicore import ValidationError, sha256_of
 
-from cutctx import ContextWindow, recall
+from cutctx import CharRatioEstimator, ContextWindow, recall
 from cutctx.formats import anthropic, openai_chat, openai_responses
 from tests.excerpt_cases import ELISION, lines_of, readings
 from tests.format_validators import png
@@ -379,7 +379,7 @@ class TestContextWindowRecall:
         assert len(answer) < 200
 
     def test_with_recall_off_it_says_so_in_one_line(self) -> None:
-        made = window("openai_chat", recall=False)
+        made = window("openai_chat", recall=False, estimator=CharRatioEstimator())
         text = numbered(400)
         made.prepare([{"role": "user", "content": TASK}, *call("openai_chat", "c", text)])
         answer = made.recall({"sha256": sha256_of(text)})
@@ -646,7 +646,7 @@ class TestContextWindowExcerpts:
     def test_an_excerpted_result_masked_later_names_the_originals_digest_and_tokens(
         self,
     ) -> None:
-        made = window("openai_chat", recall=False)
+        made = window("openai_chat", recall=False, estimator=CharRatioEstimator())
         text = numbered(400)
         history: list[dict[str, Any]] = [
             {"role": "user", "content": TASK},

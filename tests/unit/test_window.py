@@ -137,7 +137,7 @@ class TestContextWindow:
         assert steps_per_compaction > 2
 
     def test_a_step_that_does_not_compact_only_appends(self) -> None:
-        window = ContextWindow("openai_chat", max_tokens=4000)
+        window = ContextWindow("openai_chat", estimator=CharRatioEstimator(), max_tokens=4000)
         previous: list[dict[str, Any]] = []
         for history in session("openai_chat", 60):
             before = window.stats.compactions
@@ -517,7 +517,7 @@ class TestBadInput:
 
 class TestState:
     def test_a_state_is_plain_json_and_holds_no_message_bodies(self) -> None:
-        window = ContextWindow("openai_chat", max_tokens=3000)
+        window = ContextWindow("openai_chat", estimator=CharRatioEstimator(), max_tokens=3000)
         histories = list(session("openai_chat", 40))
         for history in histories:
             window.prepare(history)
@@ -839,7 +839,9 @@ class TestOverDrop:
     def test_a_request_that_masking_brings_under_compact_at_loses_no_message(self) -> None:
         """The protected tail alone is over compact_to, so compact_to is out of reach; masking
         alone brings the request under compact_at (1760): nothing is dropped."""
-        window = ContextWindow("openai_chat", max_tokens=2200, keep_first=1)
+        window = ContextWindow(
+            "openai_chat", estimator=CharRatioEstimator(), max_tokens=2200, keep_first=1
+        )
         history: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
         for number in range(12):
             history += exchange(number, 400)
@@ -905,7 +907,13 @@ class TestOverDrop:
             made += 1
             return f"summary {made} of {len(turns)} turns"
 
-        window = ContextWindow("openai_chat", max_tokens=3000, keep_first=1, summarize=summarize)
+        window = ContextWindow(
+            "openai_chat",
+            estimator=CharRatioEstimator(),
+            max_tokens=3000,
+            keep_first=1,
+            summarize=summarize,
+        )
         for history in session("openai_chat", 45):
             request = window.prepare(history)
         before = summary_texts(request)
@@ -1107,7 +1115,9 @@ class TestAnthropicCompactionBlock:
     def test_the_stable_prefix_is_what_the_format_charges_for_it(self) -> None:
         """A dropped user message puts a filler before the compaction block's message; the next
         request shares that prefix and its price is the format's, reserve included."""
-        window = ContextWindow("anthropic", max_tokens=300, protected_recent_turns=1)
+        window = ContextWindow(
+            "anthropic", estimator=CharRatioEstimator(), max_tokens=300, protected_recent_turns=1
+        )
         history = compaction_history()
         first_request = window.prepare(history)
         assert window.stats.compactions == 1

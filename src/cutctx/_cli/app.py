@@ -68,10 +68,11 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     )
     reading.add_argument(
         "--tokenizer",
-        default="chars",
+        default="text",
         metavar="NAME",
-        help="chars (4 characters a token) or a tiktoken encoding, such as "
-        "cl100k_base, with the cutctx[tiktoken] extra",
+        help="text (the default: TextEstimator, counts like cl100k_base from the text's "
+        "structure), chars (4 characters a token) or a tiktoken encoding, such as cl100k_base, "
+        "with the cutctx[tiktoken] extra",
     )
     planning = _Parser(add_help=False)  # how the plan is made: plan and compact
     planning.add_argument(

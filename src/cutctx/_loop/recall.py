@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from baseaicore import ValidationError
 
 from cutctx._core.digest import json_string_digest
-from cutctx._core.estimators import CharRatioEstimator
+from cutctx._core.estimators import resolve_estimator
 from cutctx._core.excerpts import page
 from cutctx._core.values import DEFAULT_PLACEHOLDER, Role, check_count
 from cutctx.formats import resolve
@@ -174,7 +174,7 @@ def recall(
     arguments: object,
     *,
     format: FormatName | Format[Any],
-    estimator: TokenEstimator | None = None,
+    estimator: TokenEstimator | str | None = None,
     max_tokens: int = DEFAULT_PAGE_TOKENS,
 ) -> str:
     """Answer a ``cutctx_recall`` call from a history alone: a page of the original.
@@ -199,7 +199,7 @@ def recall(
         raise ValidationError(
             f"recall: max_tokens must be at least 1, got {cap}", details={"field": "max_tokens"}
         )
-    chosen = CharRatioEstimator() if estimator is None else estimator
+    chosen = resolve_estimator(estimator, owner="recall")  # None: TextEstimator
     transcript, _ = fmt.to_transcript(messages, estimator=chosen)
     index = RecallIndex()
     index.add(transcript.turns)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from baseaicore import ValidationError
 
-from cutctx._core.estimators import CharRatioEstimator
+from cutctx._core.estimators import resolve_estimator
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import check_count
 from cutctx.formats._common import shown
@@ -126,11 +126,7 @@ class Settings:
                 f"{_OWNER}: policy must be a CompactionPolicy, got {type(policy).__name__}",
                 details={"field": "policy"},
             )
-        if estimator is not None and not callable(getattr(estimator, "estimate_tokens", None)):
-            raise ValidationError(
-                f"{_OWNER}: estimator must have estimate_tokens(text) -> int",
-                details={"field": "estimator"},
-            )
+        chosen = resolve_estimator(estimator, owner=_OWNER)  # None: the default, TextEstimator
         return cls(
             max_tokens=top,
             at=at,
@@ -141,7 +137,7 @@ class Settings:
             keep_recent=check_count(_OWNER, "keep_recent_results", keep_recent_results),
             cache_breakpoints=bool(cache_breakpoints),
             system=system,
-            estimator=CharRatioEstimator() if estimator is None else estimator,  # type: ignore[arg-type]
+            estimator=chosen,
             summarize=summarize,  # type: ignore[arg-type]
             policy=policy,
             priority=priority,  # type: ignore[arg-type]

@@ -46,7 +46,7 @@ class WindowOptions(TypedDict, total=False):
     keep_first: int
     protected_recent_turns: int
     keep_recent_results: int
-    estimator: TokenEstimator | None
+    estimator: TokenEstimator | str | None
     summarize: (
         Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str | Awaitable[str]] | None
     )

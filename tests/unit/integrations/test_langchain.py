@@ -23,7 +23,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
-from cutctx import ContextWindow
+from cutctx import CharRatioEstimator, ContextWindow
 from cutctx.formats.langchain import LANGCHAIN, count_tokens
 from cutctx.integrations.langchain import STATE_KEY, ContextWindowMiddleware
 from tests.format_validators import chat_problems
@@ -168,7 +168,8 @@ def window_of(state: dict[str, Any]) -> ContextWindow:
 def run(*, asynchronous: bool = False) -> tuple[list[list[BaseMessage]], dict[str, Any]]:
     """One whole session: the model's requests and the thread's final state (run once)."""
     model = ScriptedChatModel()
-    graph = agent(model, ContextWindowMiddleware(MAX_TOKENS, keep_first=1))
+    chars = CharRatioEstimator()  # the audit counts as the format does: 4 characters a token
+    graph = agent(model, ContextWindowMiddleware(MAX_TOKENS, keep_first=1, estimator=chars))
     start = {"messages": [HumanMessage(TASK)]}
     if asynchronous:
         run_async(graph.ainvoke(start, config()))
@@ -201,11 +202,17 @@ class TestContextWindowMiddleware:
         saver = InMemorySaver()
         failing = ScriptedChatModel(fail_at=60)
         with pytest.raises(RuntimeError, match="provider is down"):
-            agent(failing, ContextWindowMiddleware(MAX_TOKENS, keep_first=1), saver).invoke(
-                {"messages": [HumanMessage(TASK)]}, config()
-            )
+            agent(
+                failing,
+                ContextWindowMiddleware(MAX_TOKENS, keep_first=1, estimator=CharRatioEstimator()),
+                saver,
+            ).invoke({"messages": [HumanMessage(TASK)]}, config())
         resumed = ScriptedChatModel()  # a new process: new model, middleware and agent
-        graph = agent(resumed, ContextWindowMiddleware(MAX_TOKENS, keep_first=1), saver)
+        graph = agent(
+            resumed,
+            ContextWindowMiddleware(MAX_TOKENS, keep_first=1, estimator=CharRatioEstimator()),
+            saver,
+        )
         graph.invoke(None, config())
         assert bare(failing.requests[:59]) == bare(uninterrupted[:59])
         assert bare(resumed.requests) == bare(uninterrupted[59:])

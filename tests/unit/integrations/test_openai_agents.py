@@ -12,6 +12,7 @@ from agents.run_config import CallModelData, ModelInputData
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from baseaicore import ValidationError
 
+from cutctx import CharRatioEstimator
 from cutctx.formats import openai_responses
 from cutctx.integrations.openai_agents import ContextWindowFilter
 from tests.format_validators import responses_problems
@@ -86,7 +87,8 @@ def follow_up(history: list[dict[str, Any]]) -> list[Any]:
 @functools.cache
 def session() -> tuple[ScriptedModel, ContextWindowFilter, list[dict[str, Any]]]:
     """The whole conversation (two runs, one filter): the model, the filter, the final items."""
-    window = ContextWindowFilter(MAX_TOKENS, keep_first=1)
+    chars = CharRatioEstimator()  # the audit counts as the format does: 4 characters a token
+    window = ContextWindowFilter(MAX_TOKENS, keep_first=1, estimator=chars)
     scripted = model()
     history = turn(window, scripted, task())
     return scripted, window, turn(window, scripted, follow_up(history))
@@ -124,10 +126,15 @@ class TestContextWindowFilter:
 
     def test_a_filter_restored_from_its_state_sends_the_same_requests(self) -> None:
         uninterrupted, _, _ = session()
-        first, scripted = ContextWindowFilter(MAX_TOKENS, keep_first=1), model()
+        first, scripted = (
+            ContextWindowFilter(MAX_TOKENS, keep_first=1, estimator=CharRatioEstimator()),
+            model(),
+        )
         history = turn(first, scripted, task())
         stored = json.loads(json.dumps(first.state()))  # beside the SDK session, as JSON
-        restored = ContextWindowFilter.from_state(stored, MAX_TOKENS, keep_first=1)
+        restored = ContextWindowFilter.from_state(
+            stored, MAX_TOKENS, keep_first=1, estimator=CharRatioEstimator()
+        )
         turn(restored, scripted, json.loads(json.dumps(follow_up(history))))
         assert [call.input for call in scripted.calls] == [
             call.input for call in uninterrupted.calls

@@ -23,6 +23,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import UsageLimits
 
+from cutctx import CharRatioEstimator
 from cutctx.formats.pydantic_ai import count_tokens
 from cutctx.integrations.pydantic_ai import ContextWindowProcessor
 from tests.format_validators import chat_problems
@@ -106,7 +107,9 @@ def turn(
 @functools.cache
 def session() -> tuple[Scripted, ContextWindowProcessor, list[ModelMessage]]:
     """The whole conversation (two runs, one processor): the model, processor and history."""
-    processor, scripted = ContextWindowProcessor(MAX_TOKENS, keep_first=1), Scripted()
+    chars = CharRatioEstimator()  # the audit counts as the format does: 4 characters a token
+    processor = ContextWindowProcessor(MAX_TOKENS, keep_first=1, estimator=chars)
+    scripted = Scripted()
     history = turn(processor, scripted, TASK)
     return scripted, processor, turn(processor, scripted, "Go on.", history)
 
@@ -171,10 +174,15 @@ class TestContextWindowProcessor:
 
     def test_a_processor_restored_from_its_state_sends_the_same_requests(self) -> None:
         uninterrupted, _, _ = session()
-        first, scripted = ContextWindowProcessor(MAX_TOKENS, keep_first=1), Scripted()
+        first, scripted = (
+            ContextWindowProcessor(MAX_TOKENS, keep_first=1, estimator=CharRatioEstimator()),
+            Scripted(),
+        )
         history = turn(first, scripted, TASK)
         state = json.loads(json.dumps(first.state()))
-        restored = ContextWindowProcessor.from_state(state, MAX_TOKENS, keep_first=1)
+        restored = ContextWindowProcessor.from_state(
+            state, MAX_TOKENS, keep_first=1, estimator=CharRatioEstimator()
+        )
         turn(restored, scripted, "Go on.", stored(history))
         assert sent(scripted) == sent(uninterrupted)
         assert restored.last is not None
