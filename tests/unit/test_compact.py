@@ -48,6 +48,9 @@ def chat(turns: int) -> list[dict[str, Any]]:
     return messages
 
 
+CHARS = CharRatioEstimator()  # tests whose figures are of four characters a token
+
+
 class TestCompactMessages:
     def test_fits_without_change_when_under_budget(self) -> None:
         messages = chat(4)
@@ -395,7 +398,9 @@ class TestResultCapOptions:
         assert by_fraction.report.excerpted_turn_ids == ("m2",)
 
     def test_nothing_given_excerpts_nothing(self) -> None:
-        done = compact_messages(self.log_history(), max_tokens=4000, format="openai_chat")
+        done = compact_messages(
+            self.log_history(), max_tokens=4000, format="openai_chat", estimator=CHARS
+        )
         assert done.report.excerpted_turn_ids == ()
 
     @pytest.mark.parametrize(
@@ -473,6 +478,7 @@ class TestObservations:
             format="openai_chat",
             observation=observed,
             protected_recent_turns=2,
+            estimator=CHARS,
         )
         dropped = done.report.dropped_turn_ids
         assert dropped
@@ -552,6 +558,7 @@ class TestObservations:
                 max_tokens=3000,
                 format=fmt,  # type: ignore[arg-type]
                 observation=marked,
+                estimator=CHARS,
             )
             assert done.report.masked_turn_ids, fmt
             assert done.report.dropped_turn_ids == (), fmt

@@ -350,7 +350,9 @@ class TestSettings:
         assert words in str(caught.value)
 
     def test_one_point_zero_is_all_of_max_tokens(self) -> None:
-        window = ContextWindow("openai_chat", max_tokens=1000, compact_at=1.0, compact_to=0.5)
+        window = ContextWindow(
+            "openai_chat", max_tokens=1000, compact_at=1.0, compact_to=0.5, estimator=CHARS
+        )
         assert window.prepare([{"role": "user", "content": "x" * 3900}])
 
     def test_stats_is_a_frozen_value(self) -> None:
@@ -1342,6 +1344,9 @@ class TestAFailedStep:
         assert failed, "the session must compact with a summary"
 
 
+CHARS = CharRatioEstimator()  # the figures below are of four characters a token
+
+
 def small_history() -> list[dict[str, Any]]:
     """Twenty messages of 983 tokens whose protected tail alone (843) is over compact_at (800)."""
     history: list[dict[str, Any]] = [{"role": "user", "content": "task " + "x" * 100}]
@@ -1368,12 +1373,12 @@ class TestSmallWindow:
         history = small_history()
         assert openai_chat.count_tokens(history) == 983
         assert openai_chat.count_tokens(history[-4:]) > 800  # the protected tail: over compact_at
-        window = ContextWindow("openai_chat", max_tokens=1000)
+        window = ContextWindow("openai_chat", estimator=CHARS, max_tokens=1000)
         assert window.prepare(history) == history  # was 843 tokens: 14 of 20 messages gone
         assert window.stats.compactions == 0
 
     def test_a_cut_keeps_the_newest_exchanges_that_fit_and_room_for_the_next_steps(self) -> None:
-        window = ContextWindow("openai_chat", max_tokens=1000)
+        window = ContextWindow("openai_chat", estimator=CHARS, max_tokens=1000)
         history = small_history()
         window.prepare(history)
         cuts = []
@@ -1417,7 +1422,9 @@ def observed(message: dict[str, Any]) -> bool:
 
 class TestObservations:
     def test_observations_are_masked_not_dropped_and_the_question_is_kept(self) -> None:
-        window = ContextWindow("openai_chat", max_tokens=3000, observation=observed, keep_first=1)
+        window = ContextWindow(
+            "openai_chat", estimator=CHARS, max_tokens=3000, observation=observed, keep_first=1
+        )
         history = react_history(30)
         request: list[dict[str, Any]] = []
         for end in range(4, len(history) + 1, 2):
@@ -1430,7 +1437,9 @@ class TestObservations:
         assert request[-1] is history[-1]
 
     def test_a_masked_observation_can_be_recalled(self) -> None:
-        window = ContextWindow("openai_chat", max_tokens=3000, observation=observed, recall=True)
+        window = ContextWindow(
+            "openai_chat", estimator=CHARS, max_tokens=3000, observation=observed, recall=True
+        )
         history = react_history(30)
         request = window.prepare(history)
         stub = next(m["content"] for m in request if "sha256:" in str(m["content"]))
@@ -1439,7 +1448,9 @@ class TestObservations:
         assert page.startswith("Observation: fact")
 
     def test_a_state_made_with_observation_needs_it_again_and_continues(self) -> None:
-        window = ContextWindow("openai_chat", max_tokens=3000, observation=observed)
+        window = ContextWindow(
+            "openai_chat", estimator=CHARS, max_tokens=3000, observation=observed
+        )
         history = react_history(30)
         window.prepare(history[:40])
         state = json.loads(json.dumps(window.state()))
@@ -1450,9 +1461,12 @@ class TestObservations:
 
     def test_a_one_argument_and_a_two_argument_callable_mark_the_same_messages(self) -> None:
         history = react_history(20)
-        one = ContextWindow("openai_chat", max_tokens=3000, observation=observed)
+        one = ContextWindow("openai_chat", estimator=CHARS, max_tokens=3000, observation=observed)
         two = ContextWindow(
-            "openai_chat", max_tokens=3000, observation=lambda _index, message: observed(message)
+            "openai_chat",
+            estimator=CHARS,
+            max_tokens=3000,
+            observation=lambda _index, message: observed(message),
         )
         assert one.prepare(history) == two.prepare(history)
         assert one.last is not None
@@ -1460,7 +1474,7 @@ class TestObservations:
 
     def test_an_observation_that_is_not_callable_is_refused(self) -> None:
         with pytest.raises(ValidationError, match="observation must be callable"):
-            ContextWindow("openai_chat", max_tokens=3000, observation=True)  # type: ignore[arg-type]
+            ContextWindow("openai_chat", estimator=CHARS, max_tokens=3000, observation=True)  # type: ignore[arg-type]
 
 
 class TestMessagesDefaultVersions:
@@ -1479,7 +1493,7 @@ class TestMessagesDefaultVersions:
         assert restored.prepare(history) == old.prepare(history)
 
     def test_the_window_drops_old_stubs_before_it_masks_fresher_results(self) -> None:
-        v2 = ContextWindow("openai_chat", max_tokens=6000, keep_first=1)
+        v2 = ContextWindow("openai_chat", estimator=CHARS, max_tokens=6000, keep_first=1)
         v1 = ContextWindow(
             "openai_chat",
             max_tokens=6000,

@@ -16,6 +16,7 @@ from baseaicore import ValidationError
 
 from cutctx import (
     BudgetUnsatisfiable,
+    CharRatioEstimator,
     CompactionBudget,
     ContextWindow,
     DropOldestPolicy,
@@ -518,7 +519,8 @@ class TestSetSystem:
         assert moving.system == "Today is 2026-12-04."
 
     def test_a_longer_system_prompt_re_plans_only_when_it_passes_compact_at(self) -> None:
-        window = ContextWindow("anthropic", system="short", **SETTINGS)
+        chars = CharRatioEstimator()  # the figures are of four characters a token
+        window = ContextWindow("anthropic", system="short", estimator=chars, **SETTINGS)
         steps = list(session("anthropic", 30))
         for history in steps[:10]:
             window.prepare(history)

@@ -200,24 +200,16 @@ def decode(
             other than the state's.
     """
     data = _loaded(state)
-    if (
-        estimator is None
-        and isinstance(data.get("estimator"), list)
-        and len(data["estimator"]) == 2
-    ):
-        # The state's own, when its marks make it again (the default's and a ratio's do).
-        estimator = restored_estimator(*data["estimator"])
-    given = {
-        "estimator": estimator,
-        "summarize": summarize,
-        "priority": priority,
-        "pin": pin,
-        "observation": observation,
-    }
     try:
         if estimator is None:  # the state's own, when its marks make it again (the default's do)
             estimator = restored_estimator(*data["estimator"])
-        given = {"estimator": estimator, "summarize": summarize, "priority": priority, "pin": pin}
+        given = {
+            "estimator": estimator,
+            "summarize": summarize,
+            "priority": priority,
+            "pin": pin,
+            "observation": observation,
+        }
         _check_given(data, given, format)
         settings = Settings.of(
             data["max_tokens"], data["compact_at"], data["compact_to"], data["keep_first"],
