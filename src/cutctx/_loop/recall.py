@@ -40,6 +40,7 @@ __all__ = [
     "RECALL_TOOL",
     "RecallIndex",
     "answer",
+    "knows",
     "recall",
     "tool_of",
 ]
@@ -60,6 +61,10 @@ _DESCRIPTION: Final = (
     "the sha256 its stub or elision line names, and the line to start from. Long originals come "
     "in pages; each page ends by saying which start_line (and, inside a long line, start_char) "
     "continues it."
+)
+_UNKNOWN: Final = f"[{RECALL_TOOL}: no tool result with sha256 "
+_UNSEEN: Final = (
+    f"[{RECALL_TOOL}: this window was restored from a state and has not seen its history yet"
 )
 _SHOWN: Final = 40
 """The most characters of a bad argument an explanation quotes."""
@@ -140,7 +145,7 @@ class RecallIndex:
         digest = digest.strip().removeprefix("sha256:")
         text = self.texts.get(digest)
         if text is None:
-            return f"[{RECALL_TOOL}: no tool result with sha256 {digest[:64]!r} is known here]"
+            return f"{_UNKNOWN}{digest[:64]!r} is known here]"
         limit = read.get("max_tokens", cap)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             return f"[{RECALL_TOOL}: max_tokens must be an integer of at least 1]"
@@ -256,12 +261,18 @@ def answer(
     if index is None:
         return f"[{RECALL_TOOL}: recall is off for this window (ContextWindow(recall=True))]"
     if unseen:
-        return (
-            f"[{RECALL_TOOL}: this window was restored from a state and has not seen its "
-            "history yet: call prepare(history) first, or cutctx.recall(history, ...)]"
-        )
+        return f"{_UNSEEN}: call prepare(history) first, or cutctx.recall(history, ...)]"
     cap = settings.cap or DEFAULT_PAGE_TOKENS
     return index.answer(arguments, fmt=fmt, estimator=settings.estimator, cap=cap)
+
+
+def knows(answer: str) -> bool:
+    """Whether a window's recall ``answer`` came from a window that could know the original.
+
+    False for "no tool result with that sha256 is known here" and "not seen its history yet":
+    another window (of another conversation) may know it.
+    """
+    return not answer.startswith((_UNKNOWN, _UNSEEN))
 
 
 def _arguments(arguments: object) -> Mapping[str, Any] | str:
