@@ -181,8 +181,10 @@ class Conversations:
         self._serial = itertools.count()
         self.latest = options.new(None)
 
-    def __len__(self) -> int:
-        return len(self._entries)
+    @property
+    def windows(self) -> tuple[ContextWindow, ...]:
+        """The windows held, the least recently used first."""
+        return tuple(entry.window for entry in self._entries.values())
 
     def adopt(self, window: ContextWindow) -> None:
         """Hold ``window`` (restored from a state) for the first conversation it continues."""
@@ -296,6 +298,11 @@ class HeldWindow:
     def last(self) -> CompactedMessages[Any] | None:
         """The latest window's latest compaction (its request, report and plan), if any."""
         return self._conversations.latest.last
+
+    @property
+    def windows(self) -> tuple[ContextWindow, ...]:
+        """The windows of the conversations held (at most ``conversations``), latest last."""
+        return self._conversations.windows
 
     def state(self) -> dict[str, Any]:
         """Return the latest window's ``state()``: JSON data, for ``from_state`` elsewhere."""

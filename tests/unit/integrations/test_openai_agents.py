@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import itertools
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +12,7 @@ import pytest
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.run_config import CallModelData, ModelInputData
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 
 from cutctx.formats import openai_responses
 from cutctx.integrations.openai_agents import ContextWindowFilter
@@ -147,3 +149,143 @@ class TestContextWindowFilter:
     def test_system_and_format_are_taken_from_the_call_not_as_options(self) -> None:
         with pytest.raises(ValidationError, match="system= is not an option"):
             ContextWindowFilter(MAX_TOKENS, system="x")  # type: ignore[call-arg]
+
+
+TASKS = ("Make the build green.", "Make the docs build.")
+ROUNDS = 4
+"""Runs per conversation; each run calls ``sh`` three times, then answers (4 model calls)."""
+SMALL = 2_000
+
+
+def three_then_answer(call: ModelCall) -> list[TResponseOutputItem]:
+    """Call ``sh`` for the next step; answer after every third step of the conversation."""
+    items = list(call.input)
+    step = last_step(items) + 1
+    if items[-1].get("type") == "function_call_output" and step % 3 == 0:
+        return [assistant_message(ANSWER)]
+    return [function_call("sh", {"step": step}, call_id=call_id(step))]
+
+
+def short_model() -> ScriptedModel:
+    return ScriptedModel([ModelStep.respond(three_then_answer) for _ in range(2 * 4 * ROUNDS)])
+
+
+async def one_run(
+    window: ContextWindowFilter, scripted: ScriptedModel, items: list[Any], **tools: Any
+) -> list[dict[str, Any]]:
+    agent = Agent(name="coder", instructions=SYSTEM, model=scripted, tools=[sh, *tools.values()])
+    settings = RunConfig(call_model_input_filter=window, tracing_disabled=True)
+    result = await Runner.run(agent, items, run_config=settings, max_turns=20)
+    return [dict(item) for item in result.to_input_list()]
+
+
+def by_task(scripted: ScriptedModel, task: str) -> list[list[Any]]:
+    """The inputs of the calls of the conversation about ``task``."""
+    return [list(call.input) for call in scripted.calls if call.input[0]["content"] == task]
+
+
+def conversations_on(windows: list[ContextWindowFilter], scripted: ScriptedModel) -> None:
+    """Run both conversations, round after round, the two runs of a round at once."""
+
+    async def rounds() -> None:
+        histories: list[list[Any]] = [[{"role": "user", "content": task}] for task in TASKS]
+        for _ in range(ROUNDS):
+            done = await asyncio.gather(
+                *(
+                    one_run(window, scripted, history)
+                    for window, history in zip(windows, histories, strict=True)
+                )
+            )
+            histories = [follow_up(history) for history in done]
+
+    run_async(rounds())
+
+
+class TestContextWindowFilterConversations:
+    def test_one_filter_keeps_one_window_per_conversation_across_interleaved_runs(self) -> None:
+        shared, scripted = ContextWindowFilter(SMALL, keep_first=1), short_model()
+        conversations_on([shared, shared], scripted)
+        calls = [call.input[0]["content"] for call in scripted.calls]
+        assert len(calls) == 2 * 4 * ROUNDS
+        assert sum(a != b for a, b in itertools.pairwise(calls)) >= ROUNDS  # interleaved
+        apart, alone = [ContextWindowFilter(SMALL, keep_first=1) for _ in TASKS], short_model()
+        conversations_on(apart, alone)
+        for task in TASKS:
+            assert by_task(scripted, task) == by_task(alone, task)
+        assert len(shared.windows) == 2
+        assert [window.stats.resets for window in shared.windows] == [0, 0]
+        assert [window.stats.requests for window in shared.windows] == [4 * ROUNDS] * 2
+        assert sum(window.stats.compactions for window in shared.windows) > 0
+
+    def test_at_most_conversations_windows_are_held_the_latest_kept(self) -> None:
+        window = ContextWindowFilter(SMALL, conversations=3)
+        agent = Agent(name="coder", instructions=SYSTEM)
+        for number in range(5):
+            data = CallModelData(
+                ModelInputData([{"role": "user", "content": f"task {number}"}], SYSTEM), agent, None
+            )
+            run_async(window(data))
+        assert len(window.windows) == 3
+        assert window.window is window.windows[-1]
+
+    def test_a_history_that_continues_no_window_is_a_new_conversation(self) -> None:
+        window = ContextWindowFilter(SMALL)
+        agent = Agent(name="coder", instructions=SYSTEM)
+        other: list[Any] = [{"role": "user", "content": "Something else."}]
+        for items in (task(), other, task()):
+            run_async(window(CallModelData(ModelInputData(items, SYSTEM), agent, None)))
+        assert len(window.windows) == 2
+        assert window.window.stats.requests == 2  # the first conversation's window, again
+
+
+class TestContextWindowFilterRecall:
+    def test_a_model_calling_cutctx_recall_gets_the_page_back(self) -> None:
+        window = ContextWindowFilter(SMALL, keep_first=1, recall=True)
+        big = "".join(f"row {n}: value\n" for n in range(800))
+        digest = sha256_of(big)
+
+        @function_tool
+        def dump() -> str:
+            """Dump the table."""
+            return big
+
+        scripted = ScriptedModel(
+            [
+                [function_call("dump", {}, call_id="c1")],
+                [function_call("cutctx_recall", {"sha256": digest, "start_line": 3}, call_id="r1")],
+                [assistant_message(ANSWER)],
+            ]
+        )
+        agent = Agent(
+            name="coder", instructions=SYSTEM, model=scripted, tools=[dump, window.recall_tool]
+        )
+        settings = RunConfig(call_model_input_filter=window, tracing_disabled=True)
+        result = Runner.run_sync(agent, task(), run_config=settings, max_turns=10)
+        items = [dict(item) for item in result.to_input_list()]
+        page = str(
+            [item for item in items if item.get("type") == "function_call_output"][-1]["output"]
+        )
+        assert page.startswith("row 2: value\nrow 3: value\n")
+        assert "continue with start_line=" in page
+        sent = json.dumps(scripted.calls[1].input)
+        assert f"sha256:{digest}" in sent  # the model was shown the stub or elision line
+        assert window.recall_tool is window.recall_tool
+
+    def test_recall_tool_needs_recall_on(self) -> None:
+        with pytest.raises(ValidationError, match="recall=True"):
+            _ = ContextWindowFilter(SMALL).recall_tool
+
+
+class TestContextWindowFilterFromState:
+    def test_options_other_than_the_states_are_refused_naming_them(self) -> None:
+        window = ContextWindowFilter(MAX_TOKENS, keep_first=1)
+        data = CallModelData(ModelInputData(task(), SYSTEM), Agent(name="coder"), None)
+        run_async(window(data))
+        state = window.state()
+        with pytest.raises(ValidationError, match=r"keep_first=0 \(the state's 1\)") as caught:
+            ContextWindowFilter.from_state(state, MAX_TOKENS)
+        assert caught.value.details == {"fields": ["keep_first"]}
+        with pytest.raises(ValidationError, match="max_tokens"):
+            ContextWindowFilter.from_state(state, MAX_TOKENS // 2, keep_first=1)
+        restored = ContextWindowFilter.from_state(state, MAX_TOKENS, keep_first=1)
+        assert restored.stats.requests == 1

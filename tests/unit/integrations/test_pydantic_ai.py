@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import itertools
 import json
 from typing import Any
 
 import pytest
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -26,7 +28,7 @@ from pydantic_ai.usage import UsageLimits
 from cutctx.formats.pydantic_ai import count_tokens
 from cutctx.integrations.pydantic_ai import ContextWindowProcessor
 from tests.format_validators import chat_problems
-from tests.framework_oracles import sent_by_pydantic_ai
+from tests.framework_oracles import run_async, sent_by_pydantic_ai
 from tests.unit.integrations.helpers import (
     ANSWER,
     MAX_TOKENS,
@@ -191,3 +193,154 @@ class TestContextWindowProcessor:
     def test_system_and_format_are_taken_from_the_request_not_as_options(self) -> None:
         with pytest.raises(ValidationError, match="format= is not an option"):
             ContextWindowProcessor(MAX_TOKENS, format="openai_chat")  # type: ignore[call-arg]
+
+
+TASKS = ("Make the build green.", "Make the docs build.")
+ROUNDS = 4
+SMALL = 2_000
+
+
+class ThreeThenAnswer:
+    """A ``FunctionModel`` function: in each run, calls ``sh`` three times, then answers; the
+    step counts over the conversation. It records each request's messages by task."""
+
+    def __init__(self) -> None:
+        self.requests: dict[str, list[list[ModelMessage]]] = {task: [] for task in TASKS}
+        self.order: list[str] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        del info
+        task = next(
+            part.content
+            for part in messages[0].parts
+            if isinstance(part, UserPromptPart) and isinstance(part.content, str)
+        )
+        self.requests[task].append(list(messages))
+        self.order.append(task)
+        returns = [
+            part
+            for message in messages
+            if isinstance(message, ModelRequest)
+            for part in message.parts
+            if isinstance(part, ToolReturnPart)
+        ]
+        step = len(returns)
+        answered = any(isinstance(part, ToolReturnPart) for part in messages[-1].parts)
+        if answered and step % 3 == 0:
+            return ModelResponse(parts=[TextPart(ANSWER)])
+        return ModelResponse(parts=[ToolCallPart("sh", {"step": step}, call_id(step))])
+
+
+def shared_agent(model: ThreeThenAnswer, processor: ContextWindowProcessor) -> Agent[None, str]:
+    made = Agent(FunctionModel(model), instructions=SYSTEM, capabilities=[processor])
+
+    @made.tool_plain
+    def sh(step: int) -> str:
+        """Run the build step ``step``."""
+        return output(step)
+
+    del sh
+    return made
+
+
+def interleaved(agents: list[Agent[None, str]]) -> None:
+    """Run both conversations, round after round, the two runs of a round at once."""
+    limits = UsageLimits(request_limit=None)
+
+    async def rounds() -> None:
+        histories: list[list[ModelMessage] | None] = [None, None]
+        for number in range(ROUNDS):
+            prompts = TASKS if number == 0 else ("Go on.", "Go on.")
+            done = await asyncio.gather(
+                *(
+                    agent.run(prompt, message_history=history, usage_limits=limits)
+                    for agent, prompt, history in zip(agents, prompts, histories, strict=True)
+                )
+            )
+            histories = [result.all_messages() for result in done]
+
+    run_async(rounds())
+
+
+class TestContextWindowProcessorConversations:
+    def test_one_capability_keeps_one_window_per_conversation_across_interleaved_runs(
+        self,
+    ) -> None:
+        processor, model = ContextWindowProcessor(SMALL, keep_first=1), ThreeThenAnswer()
+        agent = shared_agent(model, processor)
+        interleaved([agent, agent])
+        assert len(model.order) == 2 * 4 * ROUNDS
+        assert sum(a != b for a, b in itertools.pairwise(model.order)) >= ROUNDS
+        alone = ThreeThenAnswer()
+        interleaved(
+            [shared_agent(alone, ContextWindowProcessor(SMALL, keep_first=1)) for _ in TASKS]
+        )
+        for task in TASKS:
+            assert [sent_by_pydantic_ai(request) for request in model.requests[task]] == [
+                sent_by_pydantic_ai(request) for request in alone.requests[task]
+            ]
+        assert len(processor.windows) == 2
+        assert [window.stats.resets for window in processor.windows] == [0, 0]
+        assert [window.stats.requests for window in processor.windows] == [4 * ROUNDS] * 2
+        assert sum(window.stats.compactions for window in processor.windows) > 0
+
+    def test_a_stored_history_without_its_objects_finds_its_conversation(self) -> None:
+        processor, model = ContextWindowProcessor(SMALL, keep_first=1), ThreeThenAnswer()
+        agent = shared_agent(model, processor)
+        limits = UsageLimits(request_limit=None)
+        first = agent.run_sync(TASKS[0], usage_limits=limits).all_messages()
+        agent.run_sync(TASKS[1], usage_limits=limits)
+        agent.run_sync("Go on.", message_history=stored(first), usage_limits=limits)
+        assert len(processor.windows) == 2
+        assert processor.window.stats.requests == 8
+        assert processor.window.stats.resets == 0
+
+
+class TestContextWindowProcessorRecall:
+    def test_a_model_calling_cutctx_recall_gets_the_page_back(self) -> None:
+        big = "".join(f"row {n}: value\n" for n in range(800))
+        digest = sha256_of(big)
+        pages: list[str] = []
+
+        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            assert "cutctx_recall" in [tool.name for tool in info.function_tools]
+            returns = [
+                part
+                for message in messages
+                if isinstance(message, ModelRequest)
+                for part in message.parts
+                if isinstance(part, ToolReturnPart)
+            ]
+            if not returns:
+                return ModelResponse(parts=[ToolCallPart("dump", {}, "c1")])
+            if len(returns) == 1:
+                arguments = {"sha256": digest, "start_line": 3}
+                return ModelResponse(parts=[ToolCallPart("cutctx_recall", arguments, "r1")])
+            pages.append(str(returns[-1].content))
+            return ModelResponse(parts=[TextPart(ANSWER)])
+
+        processor = ContextWindowProcessor(SMALL, keep_first=1, recall=True)
+        made = Agent(FunctionModel(respond), instructions=SYSTEM, capabilities=[processor])
+
+        @made.tool_plain
+        def dump() -> str:
+            """Dump the table."""
+            return big
+
+        del dump
+        assert made.run_sync(TASK).output == ANSWER
+        assert pages[0].startswith("row 2: value\nrow 3: value\n")
+        assert "continue with start_line=" in pages[0]
+
+    def test_without_recall_no_tool_is_added(self) -> None:
+        assert ContextWindowProcessor(SMALL).get_toolset() is None
+
+
+class TestContextWindowProcessorFromState:
+    def test_options_other_than_the_states_are_refused_naming_them(self) -> None:
+        _, processor, _ = session()
+        state = processor.state()
+        with pytest.raises(ValidationError, match=r"keep_first=0 \(the state's 1\)"):
+            ContextWindowProcessor.from_state(state, MAX_TOKENS)
+        with pytest.raises(ValidationError, match="compact_at"):
+            ContextWindowProcessor.from_state(state, MAX_TOKENS, keep_first=1, compact_at=0.7)
