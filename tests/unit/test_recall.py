@@ -406,6 +406,17 @@ class TestContextWindowRecall:
             page = made.recall(arguments)
             assert price(fmt, call(fmt, "r", page)[1]) <= 2_000
 
+    def test_a_long_line_read_to_its_end_hands_on_to_the_next_line(self) -> None:
+        original = "x" * 9_000 + "\n" + "tail\n"
+        made = window("openai_chat", max_tokens=4_000, max_result_tokens=1_000)
+        made.prepare([{"role": "user", "content": TASK}, *call("openai_chat", "c", original)])
+        pieces = pages_of(made.recall, sha256_of(original), original)
+        assert "".join(pieces) == original
+        assert pieces[-2].endswith("x\n")
+        assert pieces[-1] == "tail\n"
+        tiny = made.recall({"sha256": sha256_of(original), "max_tokens": 1})
+        assert tiny.startswith("x\n[cutctx_recall: line 1 of 2, characters 1-1 of 9001;")
+
     def test_an_empty_result_recalls_as_empty(self) -> None:
         made = window("openai_chat")
         made.prepare([{"role": "user", "content": TASK}, *call("openai_chat", "c", "")])

@@ -351,7 +351,4 @@ def _readable(fmt: Format[Any], messages: Sequence[Any], estimator: TokenEstimat
                 continue  # an assistant message whose calls are not answered yet
             if any(turn.role is not Role.ASSISTANT for turn in alone.turns):
                 raise refused from None
-        try:
-            return fmt.to_transcript(messages[:where], estimator=estimator)[0]
-        except ValidationError:
-            raise refused from None
+        return fmt.to_transcript(messages[:where], estimator=estimator)[0]

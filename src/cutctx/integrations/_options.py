@@ -246,6 +246,10 @@ class Conversations:
             seen = entry.seen
             if seen is None or len(seen) > len(history) or len(seen) <= longest:
                 continue
+            if seen and not (
+                _same(seen[0], history[0]) and _same(seen[-1], history[len(seen) - 1])
+            ):
+                continue  # another conversation, told apart at its ends before comparing it all
             if list(itertools.islice(history, len(seen))) == seen:
                 found, longest = serial, len(seen)
         return found
@@ -270,6 +274,10 @@ class Conversations:
             _, gone = self._entries.popitem(last=False)
             for name in gone.keys:
                 del self._keys[name]
+
+
+def _same(old: object, new: object) -> bool:
+    return old is new or old == new
 
 
 class HeldWindow:
