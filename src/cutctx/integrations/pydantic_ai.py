@@ -27,7 +27,8 @@ try:
     from pydantic_ai.toolsets import FunctionToolset
 except ImportError as missing:  # the extra is not installed: say which one
     raise ImportError(
-        'cutctx.integrations.pydantic_ai needs Pydantic AI 2.x: pip install "cutctx[pydantic-ai]"'
+        "cutctx.integrations.pydantic_ai needs Pydantic AI 2.x: in a cutctx checkout, "
+        'pip install ".[pydantic-ai]" (cutctx 0.1.1 is not on PyPI yet; see its README)'
     ) from missing
 
 from cutctx.formats.pydantic_ai import PYDANTIC_AI
