@@ -152,13 +152,18 @@ class Planner:
         summaries = any(turn.turn_id.startswith(SUMMARY_TURN_ID_PREFIX) for turn in current.turns)
         transcripts = [_with_summaries_pinned(current), current] if summaries else [current]
         made: Stages = ()
+        refused: BudgetUnsatisfiable | None = None
         for transcript, budget in itertools.product(transcripts, budgets):
             try:
                 made = self._run(transcript, stages, budget)
-            except BudgetUnsatisfiable:
+            except BudgetUnsatisfiable as error:
+                refused = error
                 continue  # the summaries alone do not fit: give them up
             if made[-1][1].tokens_after_estimate <= budget:
                 break
+        if not made:  # the policy itself found the budget unsatisfiable, every time
+            assert refused is not None  # noqa: S101 - the loop ran at least once
+            raise refused
         plan = made[-1][1]
         if plan.tokens_after_estimate > settings.max_tokens:
             kept = [
@@ -263,7 +268,7 @@ def _too_big(
     sizes: dict[int, int] = {}
     for turn in turns:
         part = ledger.parts.get(turn.turn_id)
-        if part is not None and part.index >= 0:
+        if part is not None and part.index is not None:
             sizes[part.index] = sizes.get(part.index, 0) + turn.token_estimate
     index = max(sizes, key=lambda key: (sizes[key], -key)) if sizes else None
     where = "" if index is None else f"; messages[{index}] alone needs {sizes[index]}"
