@@ -29,7 +29,15 @@ if TYPE_CHECKING:
     from cutctx._loop.request import WindowStats
     from cutctx.formats import Format
 
-__all__ = ["KEEP", "UNCHANGED", "Conversations", "HeldWindow", "Options", "WindowOptions"]
+__all__ = [
+    "KEEP",
+    "UNCHANGED",
+    "Conversations",
+    "HeldWindow",
+    "Options",
+    "WindowOptions",
+    "report",
+]
 
 KEEP: Final = 32
 """Conversations whose windows one integration object holds in memory (the most recent)."""
@@ -136,10 +144,12 @@ class Options:
         return window
 
     def with_system(self, window: ContextWindow, system: object) -> ContextWindow:
-        """Return the window that goes on with ``system`` as its request-level prompt."""
-        if window.system == system:
-            return window
-        return self.new(system)  # until the window can take a new head
+        """Return ``window``, going on with ``system`` as its request-level prompt.
+
+        A new prompt is a new head: priced, every decision on the messages kept (``set_system``).
+        """
+        window.set_system(cast("str | list[dict[str, Any]] | None", system))
+        return window
 
 
 class _Unchanged:
@@ -206,6 +216,11 @@ class Conversations:
         request = await entry.window.aprepare(history)
         self._saw(serial, entry, history, key)
         return request
+
+    def keyed(self, key: Hashable) -> ContextWindow | None:
+        """The window of the conversation ``key`` names, if it is held."""
+        serial = self._keys.get(key)
+        return None if serial is None else self._entries[serial].window
 
     def recall(self, arguments: object) -> str:
         """Answer a ``cutctx_recall`` call from the window that has seen its original.
@@ -274,6 +289,15 @@ class Conversations:
             _, gone = self._entries.popitem(last=False)
             for name in gone.keys:
                 del self._keys[name]
+
+
+def report(window: ContextWindow, input_tokens: object) -> None:
+    """Report a provider's input token count to ``window``, if the framework gave one.
+
+    A scripted or local model reports none (``None``, or 0): nothing is reported then.
+    """
+    if isinstance(input_tokens, int) and not isinstance(input_tokens, bool) and input_tokens > 0:
+        window.report_usage(input_tokens)
 
 
 def _same(old: object, new: object) -> bool:

@@ -13,7 +13,9 @@ would change the prompt it priced): listed before another, it refuses the call. 
 ``state()`` is written to the agent state under ``cutctx_window`` (through
 ``ExtendedModelResponse``), so a checkpointer persists it with the thread, and a new process with
 the same checkpointer and ``thread_id`` continues with the same requests. With ``recall=True``
-the middleware's own ``tools`` hold ``cutctx_recall``, answered from the thread's window.
+the middleware's own ``tools`` hold ``cutctx_recall``, answered from the thread's window. The
+reply's ``usage_metadata["input_tokens"]`` (LangChain's total of the input, cached tokens
+included) is reported to the window (``report_usage``), which calibrates to it.
 Importing this module imports LangChain (``pip install "cutctx[langchain]"``).
 
 .. versionadded:: 0.1.1
@@ -47,7 +49,7 @@ except ImportError as missing:  # the extra is not installed: say which one
 
 from cutctx._loop.recall import knows
 from cutctx.formats.langchain import LANGCHAIN
-from cutctx.integrations._options import KEEP, Options, WindowOptions
+from cutctx.integrations._options import KEEP, Options, WindowOptions, report
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -185,6 +187,10 @@ class ContextWindowMiddleware(AgentMiddleware[ContextWindowState, Any, Any]):
     def _answer(
         self, window: ContextWindow, response: ModelResponse[Any]
     ) -> ExtendedModelResponse[Any]:
+        for message in response.result:  # the provider's count of the request just sent
+            if isinstance(message, AIMessage) and message.usage_metadata:
+                report(window, message.usage_metadata.get("input_tokens"))
+                break
         state = window.state()
         self._windows[id(state)] = (state, window)
         while len(self._windows) > self._keep:

@@ -11,20 +11,22 @@ items compacted by the conversation's window and the instructions unchanged (pri
 window's ``system``; instructions that change from call to call keep the window). One filter
 serves many runs and conversations: each conversation's window is found by its history (the
 items it continues). With ``recall=True``, ``window.recall_tool`` is the ``cutctx_recall``
-function tool to add to the agent's tools. Importing this module imports the Agents SDK
-(``pip install "cutctx[openai-agents]"``).
+function tool to add to the agent's tools. Passed as the run's hooks too (``hooks=window``), it
+reports each response's ``usage.input_tokens`` to the window, which calibrates to it.
+Importing this module imports the Agents SDK (``pip install "cutctx[openai-agents]"``).
 
 .. versionadded:: 0.1.1
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Unpack
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final, Unpack
 
 from baseaicore import ValidationError
 
 try:
-    from agents import FunctionTool
+    from agents import FunctionTool, RunHooks
     from agents.run_config import ModelInputData
 except ImportError as missing:  # the extra is not installed: say which one
     raise ImportError(
@@ -33,32 +35,49 @@ except ImportError as missing:  # the extra is not installed: say which one
     ) from missing
 
 from cutctx.formats import OPENAI_RESPONSES
-from cutctx.integrations._options import KEEP, Conversations, HeldWindow, Options, WindowOptions
+from cutctx.integrations._options import (
+    KEEP,
+    Conversations,
+    HeldWindow,
+    Options,
+    WindowOptions,
+    report,
+)
 
 if TYPE_CHECKING:
+    from agents import Agent, ModelResponse, RunContextWrapper
     from agents.run_config import CallModelData
     from agents.tool_context import ToolContext
+
+    from cutctx._loop.window import ContextWindow
 
 
 __all__ = ["ContextWindowFilter"]
 
+_SENT: Final[ContextVar[tuple[object, ContextWindow] | None]] = ContextVar(
+    "cutctx_sent", default=None
+)
+"""The filter and the window of the run's latest model call: the filter runs in the run's own
+task, and the SDK calls ``on_llm_end`` from it, so a run's report reaches its own window even
+when runs of other conversations are in flight."""
 
-class ContextWindowFilter(HeldWindow):
+
+class ContextWindowFilter(HeldWindow, RunHooks[Any]):
     """Compact the input items of every model call of the Agents SDK conversations it serves.
 
     ``max_tokens`` and ``window_options`` are ``ContextWindow``'s (``compact_at``,
     ``compact_to``, ``keep_first``, ``estimator``, ``summarize``, ``priority``, ...), with the same
     meaning and defaults; ``system`` is the agent's instructions, taken from each call.
     ``conversations`` is how many conversations' windows it holds (the most recent). Call it as
-    the SDK does: ``await window(data)``.
+    the SDK does: ``await window(data)``. It is also the run hooks that report the provider's
+    input tokens to the window: ``Runner.run(agent, items, run_config=RunConfig(
+    call_model_input_filter=window), hooks=window)``.
 
     Raises:
         ValidationError: for an option ``ContextWindow`` refuses (or ``system``/``format``).
 
     .. versionadded:: 0.1.1
     """
-
-    __slots__ = ("_conversations", "_options", "_tool")
 
     def __init__(
         self,
@@ -75,7 +94,21 @@ class ContextWindowFilter(HeldWindow):
         """Return ``data.model_data`` with its input items compacted, instructions unchanged."""
         given = data.model_data
         items = await self._conversations.aprepare(given.input, given.instructions)
+        _SENT.set((self, self._conversations.latest))
         return ModelInputData(input=items, instructions=given.instructions)
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        """Report ``response.usage.input_tokens`` to the window of the run's call (run hooks).
+
+        The SDK's ``Usage.input_tokens`` is the provider's input count, cached tokens included
+        (OpenAI's convention; a model class of your own reports it the same way).
+        """
+        del context, agent
+        sent = _SENT.get()
+        if sent is not None and sent[0] is self:
+            report(sent[1], response.usage.input_tokens)
 
     @property
     def recall_tool(self) -> FunctionTool:

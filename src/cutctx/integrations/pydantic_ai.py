@@ -10,7 +10,10 @@ original message, unlike ``ProcessHistory``, which rewrites it. The request's in
 priced as the window's ``system`` and sent unchanged (instructions that change from request to
 request keep the window). One processor serves many conversations: each run's window is the
 one of its ``conversation_id`` (or of the history it continues). With ``recall=True`` it adds
-the ``cutctx_recall`` tool to the agent and answers it. The processor is also callable
+the ``cutctx_recall`` tool to the agent and answers it. Its ``after_model_request`` reports the
+response's ``usage.input_tokens`` (Pydantic AI's total of the input, cache reads and writes
+included for every provider) to the window, which calibrates to it (not the usage ``TestModel``
+and ``FunctionModel`` make up when none is given). The processor is also callable
 ``list[ModelMessage] -> list[ModelMessage]``, for code that still passes history processors.
 Importing this module imports Pydantic AI (``pip install "cutctx[pydantic-ai]"``).
 
@@ -23,6 +26,9 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 try:
     from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.models.function import _estimate_usage as guess  # private: see _guessed
+    from pydantic_ai.models.test import TestModel
     from pydantic_ai.tools import Tool
     from pydantic_ai.toolsets import FunctionToolset
 except ImportError as missing:  # the extra is not installed: say which one
@@ -39,10 +45,11 @@ from cutctx.integrations._options import (
     HeldWindow,
     Options,
     WindowOptions,
+    report,
 )
 
 if TYPE_CHECKING:
-    from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.tools import RunContext
 
@@ -87,6 +94,15 @@ class ContextWindowProcessor(HeldWindow, AbstractCapability[Any]):
         )
         return request_context
 
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        """Report the provider's input tokens (``response.usage.input_tokens``) to the window."""
+        window = self._conversations.keyed(ctx.conversation_id)
+        if window is not None and not _guessed(request_context, response):
+            report(window, response.usage.input_tokens)
+        return response
+
     def get_toolset(self) -> FunctionToolset[Any] | None:
         """The ``cutctx_recall`` tool when ``recall=True`` (the agent registers it)."""
         definition = self._conversations.latest.recall_tool
@@ -105,3 +121,20 @@ class ContextWindowProcessor(HeldWindow, AbstractCapability[Any]):
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """Return the window's request for ``messages`` (a history processor's signature)."""
         return self._conversations.prepare(messages, UNCHANGED)
+
+
+def _guessed(request_context: ModelRequestContext, response: ModelResponse) -> bool:
+    """Whether ``response.usage`` is Pydantic AI's own guess, not a provider's count.
+
+    ``TestModel``, and ``FunctionModel`` when the function reports no usage, make one up from the
+    messages' words ("solely to give plausible numbers for testing"); calibrating to it would
+    steer the window by a number nobody counted. A usage the function gives is reported.
+    """
+    model = request_context.model
+    if not isinstance(model, FunctionModel | TestModel):
+        return False
+    made = guess(
+        [*request_context.messages, response],
+        allow_tool_availability_deltas=model.tool_addition_mode is not None,
+    )
+    return made.input_tokens == response.usage.input_tokens

@@ -31,14 +31,20 @@ from tests.format_validators import chat_problems
 from tests.framework_oracles import run_async
 from tests.unit.integrations.helpers import (
     ANSWER,
+    CHANGING_CALLS,
+    LONG_SYSTEM,
     MAX_TOKENS,
     MIN_COMPACTIONS,
+    MIN_SAME_AFTER_SYSTEM,
     STEPS,
     SYSTEM,
     TASK,
+    USAGE_CALLS,
     Audit,
     call_id,
+    hidden_count,
     output,
+    same_after_system,
     step_of,
 )
 
@@ -411,3 +417,71 @@ class TestContextWindowMiddlewareOptions:
         restored = window_of(dict(graph.get_state(config()).values))
         assert restored.state()["max_tokens"] == MAX_TOKENS // 2
         assert restored.state()["keep_first"] == 0
+
+
+def prompt_run(*, changing: bool) -> tuple[list[list[BaseMessage]], dict[str, Any]]:
+    """A session whose system prompt is made on every call: the same, or naming the call."""
+
+    @dynamic_prompt
+    def prompt(request: ModelRequest[Any]) -> str:
+        return f"{SYSTEM} Call {len(request.messages)}." if changing else SYSTEM
+
+    model = ScriptedChatModel(steps=CHANGING_CALLS - 1)
+    middleware = ContextWindowMiddleware(MAX_TOKENS, keep_first=1)
+    graph = ordered(model, prompt, middleware)
+    graph.invoke({"messages": [HumanMessage(TASK)]}, config())
+    return model.requests, dict(graph.get_state(config()).values)
+
+
+class TestContextWindowMiddlewareChangingPrompt:
+    def test_a_prompt_made_on_every_call_keeps_the_threads_window(self) -> None:
+        changing, state = prompt_run(changing=True)
+        fixed, _ = prompt_run(changing=False)
+        assert len(changing) == CHANGING_CALLS
+        assert [request[0].content for request in changing[:2]] == [
+            f"{SYSTEM} Call 1.",
+            f"{SYSTEM} Call 3.",
+        ]
+        assert max(count_tokens(request) for request in changing) <= MAX_TOKENS
+        stats = window_of(state).stats
+        assert (stats.requests, stats.resets) == (CHANGING_CALLS, 0)
+        assert stats.compactions >= 2
+        after = [request[1:] for request in bare(changing)]
+        assert same_after_system(after, [request[1:] for request in bare(fixed)]) >= (
+            MIN_SAME_AFTER_SYSTEM
+        )
+
+
+class Reporting(ScriptedChatModel):
+    """``ScriptedChatModel`` whose replies report ``hidden_count`` of each request."""
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        made = super()._generate(messages, stop, run_manager, **kwargs)
+        tokens = hidden_count(count_tokens(messages))
+        reply = made.generations[0].message
+        assert isinstance(reply, AIMessage)
+        reply.usage_metadata = {
+            "input_tokens": tokens,
+            "output_tokens": 5,
+            "total_tokens": tokens + 5,
+        }
+        return made
+
+
+class TestContextWindowMiddlewareUsage:
+    def test_the_replies_usage_calibrates_the_window_no_request_over_after_the_first(self) -> None:
+        model = Reporting(steps=USAGE_CALLS - 1)
+        graph = agent(model, ContextWindowMiddleware(MAX_TOKENS, keep_first=1), system=LONG_SYSTEM)
+        graph.invoke({"messages": [HumanMessage(TASK)]}, config())
+        assert len(model.requests) == USAGE_CALLS
+        over = [hidden_count(count_tokens(request)) > MAX_TOKENS for request in model.requests]
+        assert not any(over[1:])
+        assert max(hidden_count(count_tokens(request)) for request in model.requests) > (
+            MAX_TOKENS // 2
+        )

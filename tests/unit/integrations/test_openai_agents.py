@@ -9,7 +9,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from agents import Agent, RunConfig, Runner, function_tool
+from agents import Agent, RunConfig, Runner, Usage, function_tool
 from agents.run_config import CallModelData, ModelInputData
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from baseaicore import ValidationError, sha256_of
@@ -20,18 +20,26 @@ from tests.format_validators import responses_problems
 from tests.framework_oracles import run_async
 from tests.unit.integrations.helpers import (
     ANSWER,
+    CHANGING_CALLS,
+    LONG_SYSTEM,
     MAX_TOKENS,
     MIN_COMPACTIONS,
+    MIN_SAME_AFTER_SYSTEM,
     STEPS,
     SYSTEM,
     TASK,
+    USAGE_CALLS,
     Audit,
     call_id,
+    hidden_count,
     output,
+    same_after_system,
     step_of,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agents.items import TResponseOutputItem
     from agents.testing import ModelCall
 
@@ -289,3 +297,90 @@ class TestContextWindowFilterFromState:
             ContextWindowFilter.from_state(state, MAX_TOKENS // 2, keep_first=1)
         restored = ContextWindowFilter.from_state(state, MAX_TOKENS, keep_first=1)
         assert restored.stats.requests == 1
+
+
+def prompt_run(*, changing: bool) -> tuple[ScriptedModel, ContextWindowFilter]:
+    """One run of ``CHANGING_CALLS`` calls whose instructions are made on every call."""
+    calls = itertools.count(1)
+
+    def instructions(context: Any, agent: Any) -> str:
+        del context, agent
+        number = next(calls)
+        return f"{SYSTEM} Call {number}." if changing else SYSTEM
+
+    window = ContextWindowFilter(MAX_TOKENS, keep_first=1)
+    scripted = ScriptedModel(
+        [ModelStep.respond(answer_at(CHANGING_CALLS - 1)) for _ in range(CHANGING_CALLS)]
+    )
+    agent = Agent(name="coder", instructions=instructions, model=scripted, tools=[sh])
+    settings = RunConfig(call_model_input_filter=window, tracing_disabled=True)
+    Runner.run_sync(agent, task(), run_config=settings, max_turns=CHANGING_CALLS + 5)
+    return scripted, window
+
+
+def answer_at(steps: int) -> Callable[[ModelCall], list[TResponseOutputItem]]:
+    """A responder calling ``sh`` step after step, answering after ``steps`` results."""
+
+    def respond(call: ModelCall) -> list[TResponseOutputItem]:
+        step = last_step(list(call.input)) + 1
+        if step == steps:
+            return [assistant_message(ANSWER)]
+        return [function_call("sh", {"step": step}, call_id=call_id(step))]
+
+    return respond
+
+
+class TestContextWindowFilterChangingPrompt:
+    def test_instructions_made_on_every_call_keep_the_window(self) -> None:
+        changing, window = prompt_run(changing=True)
+        fixed, _ = prompt_run(changing=False)
+        assert len(changing.calls) == CHANGING_CALLS
+        assert changing.calls[1].system_instructions == f"{SYSTEM} Call 2."
+        assert window.window.system == f"{SYSTEM} Call {CHANGING_CALLS}."
+        assert (window.stats.requests, window.stats.resets) == (CHANGING_CALLS, 0)
+        assert window.stats.compactions >= 2
+        assert len(window.windows) == 1
+        for call in changing.calls:
+            count = openai_responses.count_tokens(call.input, system=call.system_instructions)
+            assert count <= MAX_TOKENS
+        assert (
+            same_after_system(
+                [list(call.input) for call in changing.calls],
+                [list(call.input) for call in fixed.calls],
+            )
+            >= MIN_SAME_AFTER_SYSTEM
+        )
+
+
+def reporting(steps: int) -> Callable[[ModelCall], ModelStep]:
+    """``answer_at(steps)``, each response reporting ``hidden_count`` of its request."""
+    respond = answer_at(steps)
+
+    def step(call: ModelCall) -> ModelStep:
+        counted = openai_responses.count_tokens(list(call.input), system=call.system_instructions)
+        usage = Usage(
+            requests=1, input_tokens=hidden_count(counted), output_tokens=5, total_tokens=0
+        )
+        return ModelStep(output=respond(call), usage=usage)
+
+    return step
+
+
+class TestContextWindowFilterUsage:
+    def test_as_the_run_hooks_it_calibrates_the_window_no_request_over_after_the_first(
+        self,
+    ) -> None:
+        window = ContextWindowFilter(MAX_TOKENS, keep_first=1)
+        scripted = ScriptedModel(
+            [ModelStep.respond(reporting(USAGE_CALLS - 1)) for _ in range(USAGE_CALLS)]
+        )
+        agent = Agent(name="coder", instructions=LONG_SYSTEM, model=scripted, tools=[sh])
+        settings = RunConfig(call_model_input_filter=window, tracing_disabled=True)
+        Runner.run_sync(agent, task(), run_config=settings, hooks=window, max_turns=USAGE_CALLS + 5)
+        counts = [
+            hidden_count(openai_responses.count_tokens(list(call.input), system=LONG_SYSTEM))
+            for call in scripted.calls
+        ]
+        assert len(counts) == USAGE_CALLS
+        assert max(counts[1:]) <= MAX_TOKENS
+        assert max(counts) > MAX_TOKENS // 2  # not uselessly cautious either

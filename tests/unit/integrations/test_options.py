@@ -104,8 +104,12 @@ class TestOptions:
             options().check(window)
         assert caught.value.details == {"fields": ["compact_at"]}
 
-    def test_a_new_system_prompt_is_one_call_and_the_same_one_keeps_the_window(self) -> None:
+    def test_a_new_system_prompt_keeps_the_window_and_its_count(self) -> None:
         made = options()
         window = made.new(SYSTEM)
+        window.prepare(history("A", 1))
         assert made.with_system(window, SYSTEM) is window
-        assert made.with_system(window, "Another.").system == "Another."
+        assert made.with_system(window, "Another.") is window
+        assert window.system == "Another."
+        window.prepare(history("A", 2))
+        assert (window.stats.requests, window.stats.resets) == (2, 0)

@@ -16,6 +16,7 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    ModelResponsePart,
     SystemPromptPart,
     TextPart,
     ToolCallPart,
@@ -23,7 +24,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.usage import UsageLimits
+from pydantic_ai.usage import RequestUsage, UsageLimits
 
 from cutctx.formats.pydantic_ai import count_tokens
 from cutctx.integrations.pydantic_ai import ContextWindowProcessor
@@ -31,14 +32,20 @@ from tests.format_validators import chat_problems
 from tests.framework_oracles import run_async, sent_by_pydantic_ai
 from tests.unit.integrations.helpers import (
     ANSWER,
+    CHANGING_CALLS,
+    LONG_SYSTEM,
     MAX_TOKENS,
     MIN_COMPACTIONS,
+    MIN_SAME_AFTER_SYSTEM,
     STEPS,
     SYSTEM,
     TASK,
+    USAGE_CALLS,
     Audit,
     call_id,
+    hidden_count,
     output,
+    same_after_system,
     step_of,
 )
 
@@ -47,13 +54,19 @@ PROMPT = "Be terse."
 INSTRUCTIONS = [{"type": "text", "text": SYSTEM}]
 
 
+def reply(*parts: ModelResponsePart) -> ModelResponse:
+    """A response that reports no usage (``FunctionModel`` makes up one, which is not reported)."""
+    return ModelResponse(parts=list(parts))
+
+
 class Scripted:
     """A ``FunctionModel`` function: calls ``sh`` step after step, answers after steps
     ``HALF - 1`` and ``STEPS - 1``; it records the messages of every request."""
 
-    def __init__(self) -> None:
+    def __init__(self, answers: tuple[int, ...] = (HALF, STEPS)) -> None:
         self.requests: list[list[ModelMessage]] = []
         self.instructions: list[str | None] = []
+        self.answers = answers
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.requests.append(list(messages))
@@ -68,9 +81,9 @@ class Scripted:
             if isinstance(part, ToolReturnPart)
         ]
         step = step_of(returns[-1].tool_call_id) + 1 if returns else 0
-        if answered and step in (HALF, STEPS):
-            return ModelResponse(parts=[TextPart(ANSWER)])
-        return ModelResponse(parts=[ToolCallPart("sh", {"step": step}, call_id(step))])
+        if answered and step in self.answers:
+            return reply(TextPart(ANSWER))
+        return reply(ToolCallPart("sh", {"step": step}, call_id(step)))
 
 
 def agent(scripted: Scripted, processor: ContextWindowProcessor) -> Agent[None, str]:
@@ -227,8 +240,8 @@ class ThreeThenAnswer:
         step = len(returns)
         answered = any(isinstance(part, ToolReturnPart) for part in messages[-1].parts)
         if answered and step % 3 == 0:
-            return ModelResponse(parts=[TextPart(ANSWER)])
-        return ModelResponse(parts=[ToolCallPart("sh", {"step": step}, call_id(step))])
+            return reply(TextPart(ANSWER))
+        return reply(ToolCallPart("sh", {"step": step}, call_id(step)))
 
 
 def shared_agent(model: ThreeThenAnswer, processor: ContextWindowProcessor) -> Agent[None, str]:
@@ -312,12 +325,12 @@ class TestContextWindowProcessorRecall:
                 if isinstance(part, ToolReturnPart)
             ]
             if not returns:
-                return ModelResponse(parts=[ToolCallPart("dump", {}, "c1")])
+                return reply(ToolCallPart("dump", {}, "c1"))
             if len(returns) == 1:
                 arguments = {"sha256": digest, "start_line": 3}
-                return ModelResponse(parts=[ToolCallPart("cutctx_recall", arguments, "r1")])
+                return reply(ToolCallPart("cutctx_recall", arguments, "r1"))
             pages.append(str(returns[-1].content))
-            return ModelResponse(parts=[TextPart(ANSWER)])
+            return reply(TextPart(ANSWER))
 
         processor = ContextWindowProcessor(SMALL, keep_first=1, recall=True)
         made = Agent(FunctionModel(respond), instructions=SYSTEM, capabilities=[processor])
@@ -344,3 +357,90 @@ class TestContextWindowProcessorFromState:
             ContextWindowProcessor.from_state(state, MAX_TOKENS)
         with pytest.raises(ValidationError, match="compact_at"):
             ContextWindowProcessor.from_state(state, MAX_TOKENS, keep_first=1, compact_at=0.7)
+
+
+def prompt_run(*, changing: bool) -> tuple[Scripted, ContextWindowProcessor]:
+    """One run of ``CHANGING_CALLS`` requests whose instructions are made on every request."""
+    processor = ContextWindowProcessor(MAX_TOKENS, keep_first=1)
+    scripted = Scripted(answers=(CHANGING_CALLS - 1,))
+    made = Agent(FunctionModel(scripted), capabilities=[processor])
+    calls = itertools.count(1)
+
+    @made.instructions
+    def instructions() -> str:
+        number = next(calls)
+        return f"{SYSTEM} Call {number}." if changing else SYSTEM
+
+    @made.tool_plain
+    def sh(step: int) -> str:
+        """Run the build step ``step``."""
+        return output(step)
+
+    del instructions, sh
+    limits = UsageLimits(request_limit=None)
+    history = made.run_sync(TASK, usage_limits=limits).all_messages()
+    while len(scripted.requests) < CHANGING_CALLS:
+        history = made.run_sync(
+            "Go on.", message_history=history, usage_limits=limits
+        ).all_messages()
+    return scripted, processor
+
+
+def unprompted(scripted: Scripted) -> list[list[dict[str, Any]]]:
+    """What the model was sent, request by request, its instructions (system messages) aside."""
+    return [
+        [message for message in request if message["role"] != "system"]
+        for request in sent(scripted)
+    ]
+
+
+class TestContextWindowProcessorChangingPrompt:
+    def test_instructions_made_on_every_request_keep_the_window(self) -> None:
+        changing, processor = prompt_run(changing=True)
+        fixed, _ = prompt_run(changing=False)
+        assert len(changing.requests) == CHANGING_CALLS
+        assert len(set(changing.instructions)) == CHANGING_CALLS
+        assert (processor.stats.requests, processor.stats.resets) == (CHANGING_CALLS, 0)
+        assert processor.stats.compactions >= 2
+        assert len(processor.windows) == 1
+        for request, instructions in zip(changing.requests, changing.instructions, strict=True):
+            assert count_tokens(request, system=instructions) <= MAX_TOKENS
+        assert same_after_system(unprompted(changing), unprompted(fixed)) >= MIN_SAME_AFTER_SYSTEM
+
+
+class Reporting(Scripted):
+    """``Scripted`` whose responses report ``hidden_count`` of each request."""
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        made = super().__call__(messages, info)
+        counted = count_tokens(messages, system=[{"type": "text", "text": LONG_SYSTEM}])
+        made.usage = RequestUsage(input_tokens=hidden_count(counted), output_tokens=5)
+        return made
+
+
+class TestContextWindowProcessorUsage:
+    def test_the_usage_a_test_model_makes_up_is_not_reported(self) -> None:
+        _, processor, _ = session()  # FunctionModel made up a usage for every response
+        assert processor.state()["calibration"]["ratios"] == []
+
+    def test_the_responses_usage_calibrates_the_window_no_request_over_after_the_first(
+        self,
+    ) -> None:
+        processor = ContextWindowProcessor(MAX_TOKENS, keep_first=1)
+        scripted = Reporting(answers=(USAGE_CALLS - 1,))
+        made = Agent(FunctionModel(scripted), instructions=LONG_SYSTEM, capabilities=[processor])
+
+        @made.tool_plain
+        def sh(step: int) -> str:
+            """Run the build step ``step``."""
+            return output(step)
+
+        del sh
+        made.run_sync(TASK, usage_limits=UsageLimits(request_limit=None))
+        system = [{"type": "text", "text": LONG_SYSTEM}]
+        counts = [
+            hidden_count(count_tokens(request, system=system)) for request in scripted.requests
+        ]
+        assert len(counts) == USAGE_CALLS
+        assert max(counts[1:]) <= MAX_TOKENS
+        assert max(counts) > MAX_TOKENS // 2
