@@ -48,7 +48,7 @@ _NEW: Final[Callable[..., ContextWindow]] = ContextWindow
 _RESTORE: Final[Callable[..., ContextWindow]] = ContextWindow.from_state
 
 _FROM_REQUEST: Final = ("format", "system")
-_CALLABLES: Final = ("estimator", "summarize", "policy", "priority", "pin")
+_CALLABLES: Final = ("estimator", "summarize", "policy", "priority", "pin", "observation")
 """The options a window's state does not hold: ``from_state`` takes them again."""
 _HELD: Final = (
     "max_tokens", "compact_at", "compact_to", "keep_first", "protected_recent_turns",
@@ -80,6 +80,7 @@ class WindowOptions(TypedDict, total=False):
     pin: Callable[[int, dict[str, Any]], bool] | None
     max_result_tokens: float | int | None
     recall: bool
+    observation: Callable[[int, dict[str, Any]], bool] | Callable[[dict[str, Any]], bool] | None
 
 
 class Options:
@@ -356,8 +357,8 @@ class HeldWindow:
 
         The options must be the ones the state was made with (they are checked: a conversation
         that starts later gets a window made with them), and the callables (``estimator``,
-        ``summarize``, ``policy``, ``priority``, ``pin``) the ones it was made with. The state's
-        window continues the first conversation whose history it fits.
+        ``summarize``, ``policy``, ``priority``, ``pin``, ``observation``) the ones it was made
+        with. The state's window continues the first conversation whose history it fits.
 
         Raises:
             ValidationError: for a state that is not a window's, options or callables it was
