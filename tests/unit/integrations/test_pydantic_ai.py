@@ -237,7 +237,7 @@ class ThreeThenAnswer:
             for part in message.parts
             if isinstance(part, ToolReturnPart)
         ]
-        step = len(returns)
+        step = step_of(returns[-1].tool_call_id) + 1 if returns else 0  # what compaction keeps
         answered = any(isinstance(part, ToolReturnPart) for part in messages[-1].parts)
         if answered and step % 3 == 0:
             return reply(TextPart(ANSWER))
