@@ -19,6 +19,7 @@ from cutctx import CharRatioEstimator, ContextWindow, recall
 from cutctx.formats import anthropic, openai_chat, openai_responses
 from tests.excerpt_cases import ELISION, lines_of, readings
 from tests.format_validators import png
+from tests.recall_pages import pages_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -196,7 +197,7 @@ class TestContextWindowRecallTool:
         assert definition["description"]
         assert schema["type"] == "object"
         assert schema["required"] == ["sha256"]
-        assert set(schema["properties"]) == {"sha256", "start_line", "max_tokens"}
+        assert set(schema["properties"]) == {"sha256", "start_line", "start_char", "max_tokens"}
         json.dumps(tool)  # plain JSON data, ready for a request
 
     @pytest.mark.parametrize("fmt", NAMES)
@@ -362,6 +363,11 @@ class TestContextWindowRecall:
             ({"start_line": None}, "start_line"),
             ({"start_line": 401}, "past the end"),
             ({"start_line": 10**30}, "past the end"),
+            ({"start_line": 10**5000}, "past the end"),
+            ({"start_line": -(10**5000)}, "start_line"),
+            ({"start_char": 10**5000}, "past the end of line 1"),
+            ({"start_char": 0}, "start_char"),
+            ({"start_char": "3"}, "start_char"),
             ({"max_tokens": 0}, "max_tokens"),
             ({"max_tokens": "100"}, "max_tokens"),
             ({"max_tokens": False}, "max_tokens"),
@@ -377,6 +383,44 @@ class TestContextWindowRecall:
         assert one_line(answer), answer
         assert said in answer
         assert len(answer) < 200
+
+    @pytest.mark.parametrize("fmt", NAMES)
+    def test_a_one_line_original_is_paged_at_characters_within_the_cap_and_joins_exactly(
+        self, fmt: FormatName
+    ) -> None:
+        original = json.dumps(
+            [{"id": n, "name": f"item {n}", "tags": ["a", "b"]} for n in range(2_700)],
+            separators=(",", ":"),
+        )[:107_780]
+        assert "\n" not in original
+        assert len(original) == 107_780
+        made = window(fmt, max_tokens=8_000, max_result_tokens=2_000)
+        made.prepare([{"role": "user", "content": TASK}, *call(fmt, "c", original)])
+        digest = sha256_of(original)
+        pieces = pages_of(made.recall, digest, original)
+        assert "".join(pieces) == original
+        assert len(pieces) >= 107_780 // 4 // 2_000
+        first = made.recall({"sha256": digest})
+        assert first.endswith(f", start_char={len(pieces[0]) + 1}]")
+        for arguments in ({"sha256": digest}, {"sha256": digest, "start_char": 50_001}):
+            page = made.recall(arguments)
+            assert price(fmt, call(fmt, "r", page)[1]) <= 2_000
+
+    def test_a_long_line_read_to_its_end_hands_on_to_the_next_line(self) -> None:
+        original = "x" * 9_000 + "\n" + "tail\n"
+        made = window("openai_chat", max_tokens=4_000, max_result_tokens=1_000)
+        made.prepare([{"role": "user", "content": TASK}, *call("openai_chat", "c", original)])
+        pieces = pages_of(made.recall, sha256_of(original), original)
+        assert "".join(pieces) == original
+        assert pieces[-2].endswith("x\n")
+        assert pieces[-1] == "tail\n"
+        tiny = made.recall({"sha256": sha256_of(original), "max_tokens": 1})
+        assert tiny.startswith("x\n[cutctx_recall: line 1 of 2, characters 1-1 of 9001;")
+
+    def test_an_empty_result_recalls_as_empty(self) -> None:
+        made = window("openai_chat")
+        made.prepare([{"role": "user", "content": TASK}, *call("openai_chat", "c", "")])
+        assert made.recall({"sha256": sha256_of("")}) == ""
 
     def test_with_recall_off_it_says_so_in_one_line(self) -> None:
         made = window("openai_chat", recall=False, estimator=CharRatioEstimator())
@@ -495,6 +539,31 @@ class TestRecall:
         history = [{"role": "user", "content": TASK}, *call("anthropic", "c", blocks)]
         original = numbered(30, "a") + "\ntail"
         assert recall(history, {"sha256": sha256_of(original)}, format="anthropic") == original
+
+    @pytest.mark.parametrize("fmt", NAMES)
+    def test_reads_the_history_a_tool_sees_ending_with_the_unanswered_recall_call(
+        self, fmt: FormatName
+    ) -> None:
+        text = numbered(40)
+        asking = call(fmt, "r", "")[:1]  # the assistant's call, not answered yet
+        if fmt == "openai_responses":  # Responses: a reasoning item and two calls
+            asking = [
+                {"type": "reasoning", "id": "rs_1", "summary": []},
+                *asking,
+                *call(fmt, "r2", "")[:1],
+            ]
+        history = [{"role": "user", "content": TASK}, *call(fmt, "c", text), *asking]
+        assert recall(history, {"sha256": sha256_of(text)}, format=fmt) == text
+
+    def test_a_history_malformed_before_its_last_call_is_still_refused(self) -> None:
+        history = [
+            {"role": "user", "content": TASK},
+            *call("openai_chat", "c", "x")[:1],
+            {"role": "user", "content": "no result in between"},
+            *call("openai_chat", "r", "")[:1],
+        ]
+        with pytest.raises(ValidationError, match="has no tool message"):
+            recall(history, {"sha256": sha256_of("x")}, format="openai_chat")
 
     def test_a_bad_call_gives_back_a_one_line_explanation(self) -> None:
         history = [{"role": "user", "content": TASK}]

@@ -1,17 +1,23 @@
-"""What the three integrations share: the window's options and how a window is made or restored.
+"""What the three integrations share: the window's options, one window per conversation, recall.
 
 Imports no framework. An integration holds ``ContextWindow``'s keyword options as the user gave
 them; the request-level system prompt comes from the framework's request (never an option),
-and the callables a window state cannot hold are given again to ``from_state``.
+and the callables a window state cannot hold are given again to ``from_state``. An integration
+object serves many conversations (``Conversations``): each has its own window, found by the key
+the framework gives (Pydantic AI's ``conversation_id``) or by its history, and at most
+``keep`` of them are held, the least recently used let go.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Self, TypedDict, Unpack, cast
 
 from baseaicore import ValidationError
 
+from cutctx._loop.recall import knows
 from cutctx._loop.window import ContextWindow
 
 if TYPE_CHECKING:
@@ -23,7 +29,18 @@ if TYPE_CHECKING:
     from cutctx._loop.request import WindowStats
     from cutctx.formats import Format
 
-__all__ = ["HeldWindow", "Options", "WindowOptions"]
+__all__ = [
+    "KEEP",
+    "UNCHANGED",
+    "Conversations",
+    "HeldWindow",
+    "Options",
+    "WindowOptions",
+    "report",
+]
+
+KEEP: Final = 32
+"""Conversations whose windows one integration object holds in memory (the most recent)."""
 
 # The window's constructor and from_state take a Format object and format= (the loop rebuild);
 # called through these names so the calls check against either signature.
@@ -33,6 +50,12 @@ _RESTORE: Final[Callable[..., ContextWindow]] = ContextWindow.from_state
 _FROM_REQUEST: Final = ("format", "system")
 _CALLABLES: Final = ("estimator", "summarize", "policy", "priority", "pin", "observation")
 """The options a window's state does not hold: ``from_state`` takes them again."""
+_HELD: Final = (
+    "max_tokens", "compact_at", "compact_to", "keep_first", "protected_recent_turns",
+    "keep_recent_results", "summary_input_tokens", "cache_breakpoints", "max_result_tokens",
+    "recall",
+)  # fmt: skip
+"""The options a window's state holds, as they were given: ``from_state`` checks them."""
 
 
 class WindowOptions(TypedDict, total=False):
@@ -98,36 +121,233 @@ class Options:
         read = dict(state) if isinstance(state, Mapping) else state
         return _RESTORE(read, format=self.fmt, **given)
 
+    def differences(self, window: ContextWindow) -> list[str]:
+        """Return the options (as ``name=value``) whose value in ``window``'s state is not these."""
+        made, held = self.new(None).state(), window.state()
+        return [
+            f"{name}={made[name]!r} (the state's {held.get(name)!r})"
+            for name in _HELD
+            if held.get(name) != made[name]
+        ]
+
+    def check(self, window: ContextWindow) -> ContextWindow:
+        """Return ``window`` (restored from a state) if it was made with these options.
+
+        Raises:
+            ValidationError: naming every option given that the state's window was not made with.
+        """
+        differ = self.differences(window)
+        if differ:
+            raise ValidationError(
+                f"{self.owner}.from_state: options other than the state's: {'; '.join(differ)}",
+                details={"fields": [entry.partition("=")[0] for entry in differ]},
+            )
+        return window
+
+    def with_system(self, window: ContextWindow, system: object) -> ContextWindow:
+        """Return ``window``, going on with ``system`` as its request-level prompt.
+
+        A new prompt is a new head: priced, every decision on the messages kept (``set_system``).
+        """
+        window.set_system(cast("str | list[dict[str, Any]] | None", system))
+        return window
+
+
+class _Unchanged:
+    """The system prompt of a call that names none (a history processor): the window's own."""
+
+    __slots__ = ()
+
+
+UNCHANGED: Final = _Unchanged()
+
+
+class _Entry:
+    """One conversation's window, the keys it is known by and the history it was handed last."""
+
+    __slots__ = ("keys", "seen", "window")
+
+    def __init__(self, window: ContextWindow, seen: list[Any] | None) -> None:
+        self.window, self.seen = window, seen
+        self.keys: set[Hashable] = set()
+
+
+class Conversations:
+    """The windows of the conversations one integration object serves.
+
+    A call names its conversation by ``key`` when the framework gives one; otherwise (or for a
+    key not seen yet) its history does: the conversation whose last history it continues
+    (starts with equal messages, as a window compares them; the longest such), then a window
+    restored from a state that has not been handed a history yet, else a new conversation.
+    At most ``keep`` windows are held; the least recently used is let go (its conversation,
+    coming back, starts a new window). ``latest`` is the window of the latest call.
+    """
+
+    __slots__ = ("_entries", "_keep", "_keys", "_options", "_serial", "latest")
+
+    def __init__(self, options: Options, keep: int = KEEP) -> None:
+        self._options, self._keep = options, keep
+        self._entries: OrderedDict[int, _Entry] = OrderedDict()
+        self._keys: dict[Hashable, int] = {}
+        self._serial = itertools.count()
+        self.latest = options.new(None)
+
+    @property
+    def windows(self) -> tuple[ContextWindow, ...]:
+        """The windows held, the least recently used first."""
+        return tuple(entry.window for entry in self._entries.values())
+
+    def adopt(self, window: ContextWindow) -> None:
+        """Hold ``window`` (restored from a state) for the first conversation it continues."""
+        self._hold(_Entry(window, None))
+        self.latest = window
+
+    def prepare[M](self, history: list[M], system: object, key: Hashable | None = None) -> list[M]:
+        """Return the request the conversation's window sends now for ``history``."""
+        serial, entry = self._find(history, system, key)
+        request = entry.window.prepare(history)
+        self._saw(serial, entry, history, key)
+        return request
+
+    async def aprepare[M](
+        self, history: list[M], system: object, key: Hashable | None = None
+    ) -> list[M]:
+        """``prepare`` for an async framework: an async ``summarize`` is awaited."""
+        serial, entry = self._find(history, system, key)
+        request = await entry.window.aprepare(history)
+        self._saw(serial, entry, history, key)
+        return request
+
+    def keyed(self, key: Hashable) -> ContextWindow | None:
+        """The window of the conversation ``key`` names, if it is held."""
+        serial = self._keys.get(key)
+        return None if serial is None else self._entries[serial].window
+
+    def recall(self, arguments: object) -> str:
+        """Answer a ``cutctx_recall`` call from the window that has seen its original.
+
+        The latest conversation's window first, then the others: the original is found by its
+        digest, whichever conversation it came from.
+        """
+        answer = self.latest.recall(arguments)
+        if knows(answer):
+            return answer
+        for entry in reversed(self._entries.values()):
+            if entry.window is not self.latest:
+                other = entry.window.recall(arguments)
+                if knows(other):
+                    return other
+        return answer
+
+    def _find(self, history: list[Any], system: object, key: Hashable | None) -> tuple[int, _Entry]:
+        serial = self._keys.get(key) if key is not None else None
+        if serial is None:
+            serial = self._continued(history)
+        if serial is None:
+            serial = next(
+                (number for number, entry in self._entries.items() if entry.seen is None), None
+            )
+        if serial is None:
+            made = self._options.new(None if system is UNCHANGED else system)
+            return next(self._serial), _Entry(made, None)
+        entry = self._entries[serial]
+        if system is not UNCHANGED:
+            entry.window = self._options.with_system(entry.window, system)
+        return serial, entry
+
+    def _continued(self, history: list[Any]) -> int | None:
+        """Return the entry whose last history ``history`` continues (the longest), if any."""
+        found, longest = None, -1
+        for serial, entry in reversed(self._entries.items()):
+            seen = entry.seen
+            if seen is None or len(seen) > len(history) or len(seen) <= longest:
+                continue
+            if seen and not (
+                _same(seen[0], history[0]) and _same(seen[-1], history[len(seen) - 1])
+            ):
+                continue  # another conversation, told apart at its ends before comparing it all
+            if list(itertools.islice(history, len(seen))) == seen:
+                found, longest = serial, len(seen)
+        return found
+
+    def _saw(self, serial: int, entry: _Entry, history: list[Any], key: Hashable | None) -> None:
+        entry.seen = list(history)
+        if key is not None and key not in entry.keys:
+            entry.keys.add(key)
+            self._keys[key] = serial
+        if serial not in self._entries:
+            self._entries[serial] = entry
+        self._entries.move_to_end(serial)
+        self.latest = entry.window
+        while len(self._entries) > self._keep:
+            _, gone = self._entries.popitem(last=False)
+            for name in gone.keys:
+                del self._keys[name]
+
+    def _hold(self, entry: _Entry) -> None:
+        self._entries[next(self._serial)] = entry
+        while len(self._entries) > self._keep:
+            _, gone = self._entries.popitem(last=False)
+            for name in gone.keys:
+                del self._keys[name]
+
+
+def report(window: ContextWindow, input_tokens: object) -> None:
+    """Report a provider's input token count to ``window``, if the framework gave one.
+
+    A scripted or local model reports none (``None``, or 0): nothing is reported then.
+    """
+    if isinstance(input_tokens, int) and not isinstance(input_tokens, bool) and input_tokens > 0:
+        window.report_usage(input_tokens)
+
+
+def _same(old: object, new: object) -> bool:
+    return old is new or old == new
+
 
 class HeldWindow:
-    """What an integration that holds one conversation's window shows of it, and its state.
+    """What an integration that serves conversations shows of them, and a state to continue one.
 
-    The class it is mixed into sets ``_options`` and ``_window`` and takes ``(max_tokens,
-    **window_options)``.
+    The class it is mixed into sets ``_options`` and ``_conversations`` and takes
+    ``(max_tokens, **window_options)``. ``window``, ``stats``, ``last`` and ``state()`` are the
+    latest conversation's (the one of the latest model call).
     """
 
     __slots__ = ()
     _options: Options
-    _window: ContextWindow
+    _conversations: Conversations
 
     @property
     def window(self) -> ContextWindow:
-        """The conversation's window (its ``stats``, ``last`` compaction and ``system``)."""
-        return self._window
+        """The latest conversation's window (its ``stats``, ``last`` compaction and ``system``)."""
+        return self._conversations.latest
 
     @property
     def stats(self) -> WindowStats:
-        """The window's ``stats``: requests, compactions, resets, the stable prefix."""
-        return self._window.stats
+        """The latest window's ``stats``: requests, compactions, resets, the stable prefix."""
+        return self._conversations.latest.stats
 
     @property
     def last(self) -> CompactedMessages[Any] | None:
-        """The window's latest compaction (its request, report and plan), if any."""
-        return self._window.last
+        """The latest window's latest compaction (its request, report and plan), if any."""
+        return self._conversations.latest.last
+
+    @property
+    def windows(self) -> tuple[ContextWindow, ...]:
+        """The windows of the conversations held (at most ``conversations``), latest last."""
+        return self._conversations.windows
 
     def state(self) -> dict[str, Any]:
-        """Return the window's ``state()``: JSON data, for ``from_state`` in another process."""
-        return self._window.state()
+        """Return the latest window's ``state()``: JSON data, for ``from_state`` elsewhere."""
+        return self._conversations.latest.state()
+
+    def recall(self, arguments: object) -> str:
+        """Answer a ``cutctx_recall`` call (its arguments, a mapping or JSON text) with a page.
+
+        The original is found by its digest in any conversation this object holds; a bad
+        argument or an unknown digest gives back a one-line explanation.
+        """
+        return self._conversations.recall(arguments)
 
     @classmethod
     def from_state(
@@ -135,13 +355,16 @@ class HeldWindow:
     ) -> Self:
         """Return the integration that continues ``state``, given the same options again.
 
-        The callables (``estimator``, ``summarize``, ``policy``, ``priority``, ``pin``,
-        ``observation``) must be
-        the ones the state was made with; the rest of the window's settings travel in the state.
+        The options must be the ones the state was made with (they are checked: a conversation
+        that starts later gets a window made with them), and the callables (``estimator``,
+        ``summarize``, ``policy``, ``priority``, ``pin``, ``observation``) the ones it was made
+        with. The state's window continues the first conversation whose history it fits.
 
         Raises:
-            ValidationError: for a state that is not a window's, or callables it was not made with.
+            ValidationError: for a state that is not a window's, options or callables it was
+                not made with (naming them).
         """
         made: Any = cast("Any", cls)(max_tokens, **window_options)  # the class mixed into
-        made._window = made._options.restore(state)
+        options: Options = made._options
+        made._conversations.adopt(options.check(options.restore(state)))
         return cast("Self", made)

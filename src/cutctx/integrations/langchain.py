@@ -7,11 +7,16 @@
 On every model call (``wrap_model_call`` and ``awrap_model_call``) the middleware hands the
 graph's messages to the conversation's window and sends what it returns; the graph state's
 ``messages`` are never rewritten. ``request.system_message``, which LangChain puts before the
-messages after every middleware, is priced as the window's ``system`` and never dropped. The
-window's ``state()`` is written to the agent state under ``cutctx_window`` (through
+messages after every middleware, is priced as the window's ``system`` and never dropped; so the
+middleware must be the last of those that wrap the model call (a ``@dynamic_prompt`` after it
+would change the prompt it priced): listed before another, it refuses the call. The window's
+``state()`` is written to the agent state under ``cutctx_window`` (through
 ``ExtendedModelResponse``), so a checkpointer persists it with the thread, and a new process with
-the same checkpointer and ``thread_id`` continues with the same requests. Importing this module
-imports LangChain (``pip install "cutctx[langchain]"``).
+the same checkpointer and ``thread_id`` continues with the same requests. With ``recall=True``
+the middleware's own ``tools`` hold ``cutctx_recall``, answered from the thread's window. The
+reply's ``usage_metadata["input_tokens"]`` (LangChain's total of the input, cached tokens
+included) is reported to the window (``report_usage``), which calibrates to it.
+Importing this module imports LangChain (``pip install "cutctx[langchain]"``).
 
 .. versionadded:: 0.1.1
 """
@@ -20,6 +25,8 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Annotated, Any, Final, NotRequired, Unpack
+
+from baseaicore import ValidationError
 
 try:
     from langchain.agents.middleware import (
@@ -30,6 +37,9 @@ try:
         ModelResponse,
     )
     from langchain.agents.middleware.types import PrivateStateAttr
+    from langchain.tools import ToolRuntime  # noqa: TC002 - LangChain reads the annotation
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import BaseTool, StructuredTool
     from langgraph.types import Command
 except ImportError as missing:  # the extra is not installed: say which one
     raise ImportError(
@@ -37,8 +47,9 @@ except ImportError as missing:  # the extra is not installed: say which one
         'pip install ".[langchain]" (cutctx 0.1.1 is not on PyPI yet; see its README)'
     ) from missing
 
+from cutctx._loop.recall import knows
 from cutctx.formats.langchain import LANGCHAIN
-from cutctx.integrations._options import Options, WindowOptions
+from cutctx.integrations._options import KEEP, Options, WindowOptions, report
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -55,8 +66,9 @@ STATE_KEY: Final = "cutctx_window"
 .. versionadded:: 0.1.1
 """
 
-_KEEP: Final = 32
-"""Windows kept in memory (per middleware) for the states this process wrote last."""
+_COMPOSED: Final = ("langchain.agents.factory", "inner_handler")
+"""The module and name of the handler LangChain gives a middleware that wraps other middleware
+(``_chain_model_call_handlers``); the innermost gets the model call itself."""
 
 
 class ContextWindowState(AgentState[Any]):
@@ -73,23 +85,34 @@ class ContextWindowMiddleware(AgentMiddleware[ContextWindowState, Any, Any]):
 
     ``max_tokens`` and ``window_options`` are ``ContextWindow``'s (``compact_at``,
     ``compact_to``, ``keep_first``, ``estimator``, ``summarize``, ``priority``, ...), with the same
-    meaning and defaults; ``system`` comes from the request. One middleware serves every thread:
-    each conversation's window lives in its own agent state, and the window of the state this
-    process wrote last is reused without restoring it. A system prompt that changes between
-    calls starts that conversation's window over.
+    meaning and defaults; ``system`` comes from the request (a prompt that changes between calls
+    keeps the thread's window). One middleware serves every thread: each conversation's window
+    lives in its own agent state, and the windows of the ``conversations`` states this process
+    wrote last are reused without restoring them. A thread's state made with other options
+    starts its window over with these. List it last of the middleware that wrap the model call.
 
     Raises:
-        ValidationError: for an option ``ContextWindow`` refuses (or ``system``/``format``).
+        ValidationError: for an option ``ContextWindow`` refuses (or ``system``/``format``); on
+            a model call, when other middleware wrap the model call inside it.
 
     .. versionadded:: 0.1.1
     """
 
     state_schema = ContextWindowState
 
-    def __init__(self, max_tokens: int, **window_options: Unpack[WindowOptions]) -> None:
+    def __init__(
+        self,
+        max_tokens: int,
+        *,
+        conversations: int = KEEP,
+        **window_options: Unpack[WindowOptions],
+    ) -> None:
         super().__init__()
         self._options = Options("ContextWindowMiddleware", LANGCHAIN, max_tokens, window_options)
+        self._keep = conversations
         self._windows: dict[int, tuple[object, ContextWindow]] = {}
+        definition = self._options.new(None).recall_tool
+        self.tools: list[BaseTool] = [] if definition is None else [self._recall_tool(definition)]
 
     def wrap_model_call(
         self,
@@ -97,6 +120,7 @@ class ContextWindowMiddleware(AgentMiddleware[ContextWindowState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ExtendedModelResponse[Any]:
         """Send the window's request for ``request.messages``; record the window's state."""
+        _innermost(handler)
         window = self._window(request)
         response = handler(request.override(messages=window.prepare(request.messages)))
         return self._answer(window, response)
@@ -107,36 +131,86 @@ class ContextWindowMiddleware(AgentMiddleware[ContextWindowState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ExtendedModelResponse[Any]:
         """``wrap_model_call`` for ``ainvoke``/``astream``: an async ``summarize`` is awaited."""
+        _innermost(handler)
         window = self._window(request)
         messages = await window.aprepare(request.messages)
         response = await handler(request.override(messages=messages))
         return self._answer(window, response)
 
+    def _recall_tool(self, definition: dict[str, Any]) -> BaseTool:
+        """The ``cutctx_recall`` tool, answered from the thread's window (its state)."""
+        function = definition["function"]
+
+        def cutctx_recall(runtime: ToolRuntime, **arguments: object) -> str:
+            return self._recall(arguments, runtime.state)
+
+        return StructuredTool.from_function(
+            cutctx_recall,
+            name=function["name"],
+            description=function["description"],
+            args_schema=function["parameters"],
+        )
+
+    def _recall(self, arguments: dict[str, object], state: Any) -> str:  # noqa: ANN401 - the graph's
+        """Answer from the window that saw the original: this process's, else the thread's."""
+        answer: str | None = None
+        for _, window in reversed(self._windows.values()):
+            answer = window.recall(arguments)
+            if knows(answer):
+                return answer
+        saved = state.get(STATE_KEY) if isinstance(state, dict) else None
+        messages = list(state.get("messages", ())) if isinstance(state, dict) else []
+        if messages and isinstance(messages[-1], AIMessage):  # the call asking: not seen yet
+            messages.pop()
+        window = self._options.new(None) if saved is None else self._restored(saved)
+        window.prepare(messages)
+        return window.recall(arguments)
+
     def _window(self, request: ModelRequest[Any]) -> ContextWindow:
         """Return the conversation's window: the one this process left, restored, or new."""
         system = _system(request.system_message)
         saved = request.state.get(STATE_KEY)
-        window: ContextWindow | None = None
-        if saved is not None:
-            held = self._windows.pop(id(saved), None)
-            if held is not None and held[0] is saved:
-                window = held[1]
-            else:  # another process wrote it (or this one, before a checkpoint reload)
-                window = self._options.restore(
-                    json.loads(saved) if isinstance(saved, str) else saved
-                )
-        if window is None or window.system != system:
-            window = self._options.new(system)
-        return window
+        if saved is None:
+            return self._options.new(system)
+        held = self._windows.pop(id(saved), None)
+        if held is not None and held[0] is saved:
+            window = held[1]
+        else:  # another process wrote it (or this one, before a checkpoint reload)
+            window = self._restored(saved)
+            if self._options.differences(window):  # made with other options: start over
+                return self._options.new(system)
+        return self._options.with_system(window, system)
+
+    def _restored(self, saved: object) -> ContextWindow:
+        return self._options.restore(json.loads(saved) if isinstance(saved, str) else saved)
 
     def _answer(
         self, window: ContextWindow, response: ModelResponse[Any]
     ) -> ExtendedModelResponse[Any]:
+        for message in response.result:  # the provider's count of the request just sent
+            if isinstance(message, AIMessage) and message.usage_metadata:
+                report(window, message.usage_metadata.get("input_tokens"))
+                break
         state = window.state()
         self._windows[id(state)] = (state, window)
-        while len(self._windows) > _KEEP:
+        while len(self._windows) > self._keep:
             del self._windows[next(iter(self._windows))]
         return ExtendedModelResponse(response, Command(update={STATE_KEY: state}))
+
+
+def _innermost(handler: Callable[..., object]) -> None:
+    """Refuse to price a request that other middleware, inside this one, may still change.
+
+    Raises:
+        ValidationError: when ``handler`` calls further middleware rather than the model.
+    """
+    if (getattr(handler, "__module__", None), getattr(handler, "__name__", None)) == _COMPOSED:
+        raise ValidationError(
+            "ContextWindowMiddleware must be the last middleware that wraps the model call: "
+            "middleware after it (a @dynamic_prompt, for one) changes the request it priced; "
+            "list it last in create_agent(middleware=[...])",
+            details={"field": "middleware"},
+        )
 
 
 def _system(message: SystemMessage | None) -> str | list[dict[str, Any]] | None:

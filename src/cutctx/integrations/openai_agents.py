@@ -7,9 +7,12 @@
 
 Before every model call the SDK hands the filter the input items (Responses API items, rebuilt
 by the SDK on every turn) and the instructions; the filter returns a ``ModelInputData`` with the
-items compacted by one window and the instructions unchanged (priced as the window's
-``system``). Keep one filter per conversation; its ``state()`` is JSON data to store beside an
-SDK ``Session``, and ``ContextWindowFilter.from_state`` continues it in another process.
+items compacted by the conversation's window and the instructions unchanged (priced as the
+window's ``system``; instructions that change from call to call keep the window). One filter
+serves many runs and conversations: each conversation's window is found by its history (the
+items it continues). With ``recall=True``, ``window.recall_tool`` is the ``cutctx_recall``
+function tool to add to the agent's tools. Passed as the run's hooks too (``hooks=window``), it
+reports each response's ``usage.input_tokens`` to the window, which calibrates to it.
 Importing this module imports the Agents SDK (``pip install "cutctx[openai-agents]"``).
 
 .. versionadded:: 0.1.1
@@ -17,9 +20,13 @@ Importing this module imports the Agents SDK (``pip install "cutctx[openai-agent
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Unpack
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final, Unpack
+
+from baseaicore import ValidationError
 
 try:
+    from agents import FunctionTool, RunHooks
     from agents.run_config import ModelInputData
 except ImportError as missing:  # the extra is not installed: say which one
     raise ImportError(
@@ -28,22 +35,43 @@ except ImportError as missing:  # the extra is not installed: say which one
     ) from missing
 
 from cutctx.formats import OPENAI_RESPONSES
-from cutctx.integrations._options import HeldWindow, Options, WindowOptions
+from cutctx.integrations._options import (
+    KEEP,
+    Conversations,
+    HeldWindow,
+    Options,
+    WindowOptions,
+    report,
+)
 
 if TYPE_CHECKING:
+    from agents import Agent, ModelResponse, RunContextWrapper
     from agents.run_config import CallModelData
+    from agents.tool_context import ToolContext
+
+    from cutctx._loop.window import ContextWindow
 
 
 __all__ = ["ContextWindowFilter"]
 
+_SENT: Final[ContextVar[tuple[object, ContextWindow] | None]] = ContextVar(
+    "cutctx_sent", default=None
+)
+"""The filter and the window of the run's latest model call: the filter runs in the run's own
+task, and the SDK calls ``on_llm_end`` from it, so a run's report reaches its own window even
+when runs of other conversations are in flight."""
 
-class ContextWindowFilter(HeldWindow):
-    """Compact the input items of every model call of one Agents SDK conversation.
+
+class ContextWindowFilter(HeldWindow, RunHooks[Any]):
+    """Compact the input items of every model call of the Agents SDK conversations it serves.
 
     ``max_tokens`` and ``window_options`` are ``ContextWindow``'s (``compact_at``,
     ``compact_to``, ``keep_first``, ``estimator``, ``summarize``, ``priority``, ...), with the same
-    meaning and defaults; ``system`` is the agent's instructions, taken from each call (a change
-    starts the window over). Call it as the SDK does: ``await window(data)``.
+    meaning and defaults; ``system`` is the agent's instructions, taken from each call.
+    ``conversations`` is how many conversations' windows it holds (the most recent). Call it as
+    the SDK does: ``await window(data)``. It is also the run hooks that report the provider's
+    input tokens to the window: ``Runner.run(agent, items, run_config=RunConfig(
+    call_model_input_filter=window), hooks=window)``.
 
     Raises:
         ValidationError: for an option ``ContextWindow`` refuses (or ``system``/``format``).
@@ -51,16 +79,64 @@ class ContextWindowFilter(HeldWindow):
     .. versionadded:: 0.1.1
     """
 
-    __slots__ = ("_options", "_window")
-
-    def __init__(self, max_tokens: int, **window_options: Unpack[WindowOptions]) -> None:
+    def __init__(
+        self,
+        max_tokens: int,
+        *,
+        conversations: int = KEEP,
+        **window_options: Unpack[WindowOptions],
+    ) -> None:
         self._options = Options("ContextWindowFilter", OPENAI_RESPONSES, max_tokens, window_options)
-        self._window = self._options.new(None)
+        self._conversations = Conversations(self._options, conversations)
+        self._tool: FunctionTool | None = None
 
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         """Return ``data.model_data`` with its input items compacted, instructions unchanged."""
         given = data.model_data
-        if self._window.system != given.instructions:
-            self._window = self._options.new(given.instructions)
-        items = await self._window.aprepare(given.input)
+        items = await self._conversations.aprepare(given.input, given.instructions)
+        _SENT.set((self, self._conversations.latest))
         return ModelInputData(input=items, instructions=given.instructions)
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        """Report ``response.usage.input_tokens`` to the window of the run's call (run hooks).
+
+        The SDK's ``Usage.input_tokens`` is the provider's input count, cached tokens included
+        (OpenAI's convention; a model class of your own reports it the same way).
+        """
+        del context, agent
+        sent = _SENT.get()
+        if sent is not None and sent[0] is self:
+            report(sent[1], response.usage.input_tokens)
+
+    @property
+    def recall_tool(self) -> FunctionTool:
+        """The ``cutctx_recall`` function tool: ``Agent(tools=[..., window.recall_tool])``.
+
+        It answers from the window of the conversation that holds the original.
+
+        Raises:
+            ValidationError: when the filter was made without ``recall=True``.
+        """
+        if self._tool is None:
+            definition = self._conversations.latest.recall_tool
+            if definition is None:
+                raise ValidationError(
+                    "ContextWindowFilter.recall_tool: recall is off (ContextWindowFilter(..., "
+                    "recall=True))",
+                    details={"field": "recall"},
+                )
+
+            async def invoke(context: ToolContext[Any], arguments: str) -> str:
+                del context  # the original is found by its digest
+                return self.recall(arguments)
+
+            self._tool = FunctionTool(
+                name=definition["name"],
+                description=definition["description"],
+                params_json_schema=definition["parameters"],
+                on_invoke_tool=invoke,
+                strict_json_schema=False,
+            )
+        return self._tool

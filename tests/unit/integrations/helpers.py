@@ -85,3 +85,28 @@ class Audit[M]:
                 shared += tokens if same else 0
             previous = request
         return shared / total if total else 0.0
+
+
+CHANGING_CALLS: Final = 80
+"""Model calls of the changing-prompt sessions (79 tool calls, then the answer)."""
+MIN_SAME_AFTER_SYSTEM: Final = 0.9
+
+
+def same_after_system[M](changing: list[list[M]], fixed: list[list[M]]) -> float:
+    """The share of calls whose messages (the system prompt aside) are the fixed run's."""
+    assert len(changing) == len(fixed)
+    return sum(a == b for a, b in zip(changing, fixed, strict=True)) / len(fixed)
+
+
+USAGE_CALLS: Final = 80
+"""Model calls of the sessions whose model reports a usage the window cannot see."""
+LONG_SYSTEM: Final = SYSTEM + "".join(
+    f" Rule {n}: run the tests before you answer." for n in range(180)
+)
+"""A system prompt of about 2 000 tokens: the first request a calibration learns from."""
+
+
+def hidden_count(counted: int) -> int:
+    """What a provider reports for a request the format counts ``counted``: 1.25 times it,
+    plus 400 tokens the window never sees (tool definitions, the provider's framing)."""
+    return round(1.25 * counted) + 400

@@ -7,8 +7,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from baseaicore import ValidationError
+from baseaicore import ValidationError, sha256_of
 from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRequest, dynamic_prompt
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -30,14 +31,20 @@ from tests.format_validators import chat_problems
 from tests.framework_oracles import run_async
 from tests.unit.integrations.helpers import (
     ANSWER,
+    CHANGING_CALLS,
+    LONG_SYSTEM,
     MAX_TOKENS,
     MIN_COMPACTIONS,
+    MIN_SAME_AFTER_SYSTEM,
     STEPS,
     SYSTEM,
     TASK,
+    USAGE_CALLS,
     Audit,
     call_id,
+    hidden_count,
     output,
+    same_after_system,
     step_of,
 )
 
@@ -283,3 +290,205 @@ class TestContextWindowMiddleware:
         schema = ContextWindowMiddleware.state_schema
         assert STATE_KEY in schema.__annotations__
         assert ContextWindowMiddleware(MAX_TOKENS).name == "ContextWindowMiddleware"
+
+
+LONG_RULES = " ".join(f"Rule {n}: keep the build green." for n in range(60))
+
+
+@dynamic_prompt
+def longer_prompt(request: ModelRequest[Any]) -> str:
+    """A prompt longer than the agent's (about 500 tokens more), made on every call."""
+    del request
+    return f"{SYSTEM} {LONG_RULES}"
+
+
+def ordered(
+    model: ScriptedChatModel, first: Any, second: Any
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    return create_agent(
+        model, [sh], system_prompt=SYSTEM, middleware=[first, second], checkpointer=InMemorySaver()
+    )
+
+
+class TestContextWindowMiddlewareOrder:
+    def test_listed_after_a_dynamic_prompt_every_request_fits_with_the_longer_prompt(self) -> None:
+        model = ScriptedChatModel(steps=40)
+        graph = ordered(model, longer_prompt, ContextWindowMiddleware(2_000, keep_first=1))
+        graph.invoke({"messages": [HumanMessage(TASK)]}, config())
+        assert len(model.requests) == 41
+        assert all(request[0].content == f"{SYSTEM} {LONG_RULES}" for request in model.requests)
+        assert max(count_tokens(request) for request in model.requests) <= 2_000
+
+    @pytest.mark.parametrize("asynchronous", [False, True])
+    def test_listed_before_other_model_call_middleware_it_refuses_the_call(
+        self, *, asynchronous: bool
+    ) -> None:
+        model = ScriptedChatModel(steps=40)
+        graph = ordered(model, ContextWindowMiddleware(2_000, keep_first=1), longer_prompt)
+        start = {"messages": [HumanMessage(TASK)]}
+
+        def call() -> object:
+            if asynchronous:
+                return run_async(graph.ainvoke(start, config()))
+            return graph.invoke(start, config())
+
+        with pytest.raises(ValidationError, match="must be the last middleware") as caught:
+            call()
+        assert caught.value.details == {"field": "middleware"}
+        assert model.requests == []  # refused before any request is sent
+
+
+class TestContextWindowMiddlewareRecall:
+    def test_a_model_calling_cutctx_recall_gets_the_page_back(self) -> None:
+        big = "".join(f"row {n}: value\n" for n in range(800))
+        digest = sha256_of(big)
+
+        @tool
+        def dump() -> str:
+            """Dump the table."""
+            return big
+
+        received: list[list[BaseMessage]] = []
+
+        class Recalling(ScriptedChatModel):
+            def _generate(
+                self,
+                messages: list[BaseMessage],
+                stop: list[str] | None = None,
+                run_manager: CallbackManagerForLLMRun | None = None,
+                **kwargs: Any,
+            ) -> ChatResult:
+                del stop, run_manager, kwargs
+                received.append(list(messages))
+                calls = {
+                    1: [{"name": "dump", "args": {}, "id": "c1"}],
+                    2: [
+                        {
+                            "name": "cutctx_recall",
+                            "args": {"sha256": digest, "start_line": 3},
+                            "id": "r1",
+                        }
+                    ],
+                }.get(len(received))
+                reply = AIMessage("", tool_calls=calls) if calls else AIMessage(ANSWER)
+                return ChatResult(generations=[ChatGeneration(message=reply)])
+
+        middleware = ContextWindowMiddleware(2_000, keep_first=1, recall=True)
+        assert [made.name for made in middleware.tools] == ["cutctx_recall"]
+        graph = create_agent(
+            Recalling(),
+            [dump],
+            system_prompt=SYSTEM,
+            middleware=[middleware],
+            checkpointer=InMemorySaver(),
+        )
+        graph.invoke({"messages": [HumanMessage(TASK)]}, config())
+        assert f"sha256:{digest}" in str(received[1][-1].content)
+        page = received[2][-1]
+        assert isinstance(page, ToolMessage)
+        assert str(page.content).startswith("row 2: value\nrow 3: value\n")
+        assert "continue with start_line=" in str(page.content)
+
+    def test_another_process_answers_from_the_threads_state(self) -> None:
+        big = "".join(f"row {n}: value\n" for n in range(800))
+        history = [
+            HumanMessage(TASK),
+            AIMessage("", tool_calls=[{"name": "dump", "args": {}, "id": "c1"}]),
+            ToolMessage(big, tool_call_id="c1"),
+        ]
+        first = ContextWindowMiddleware(2_000, keep_first=1, recall=True)
+        window = first._options.new(SYSTEM)
+        window.prepare(history)
+        asking = AIMessage("", tool_calls=[{"name": "cutctx_recall", "args": {}, "id": "r1"}])
+        state = {"messages": [*history, asking], STATE_KEY: json.loads(json.dumps(window.state()))}
+        other = ContextWindowMiddleware(2_000, keep_first=1, recall=True)  # nothing held
+        page = other._recall({"sha256": sha256_of(big), "start_line": 5}, state)
+        assert page.startswith("row 4: value\n")
+        fresh = ContextWindowMiddleware(2_000, keep_first=1, recall=True)
+        assert fresh._recall(
+            {"sha256": sha256_of(big)}, {"messages": [*history, asking]}
+        ).startswith("row 0: value\n")
+
+    def test_without_recall_it_adds_no_tool(self) -> None:
+        assert ContextWindowMiddleware(MAX_TOKENS).tools == []
+
+
+class TestContextWindowMiddlewareOptions:
+    def test_a_thread_whose_state_was_made_with_other_options_starts_over_with_these(self) -> None:
+        saver = InMemorySaver()
+        agent(
+            ScriptedChatModel(steps=6), ContextWindowMiddleware(MAX_TOKENS, keep_first=1), saver
+        ).invoke({"messages": [HumanMessage(TASK)]}, config())
+        graph = agent(ScriptedChatModel(steps=6), ContextWindowMiddleware(MAX_TOKENS // 2), saver)
+        graph.invoke({"messages": [HumanMessage("Again.")]}, config())
+        restored = window_of(dict(graph.get_state(config()).values))
+        assert restored.state()["max_tokens"] == MAX_TOKENS // 2
+        assert restored.state()["keep_first"] == 0
+
+
+def prompt_run(*, changing: bool) -> tuple[list[list[BaseMessage]], dict[str, Any]]:
+    """A session whose system prompt is made on every call: the same, or naming the call."""
+
+    @dynamic_prompt
+    def prompt(request: ModelRequest[Any]) -> str:
+        return f"{SYSTEM} Call {len(request.messages)}." if changing else SYSTEM
+
+    model = ScriptedChatModel(steps=CHANGING_CALLS - 1)
+    middleware = ContextWindowMiddleware(MAX_TOKENS, keep_first=1)
+    graph = ordered(model, prompt, middleware)
+    graph.invoke({"messages": [HumanMessage(TASK)]}, config())
+    return model.requests, dict(graph.get_state(config()).values)
+
+
+class TestContextWindowMiddlewareChangingPrompt:
+    def test_a_prompt_made_on_every_call_keeps_the_threads_window(self) -> None:
+        changing, state = prompt_run(changing=True)
+        fixed, _ = prompt_run(changing=False)
+        assert len(changing) == CHANGING_CALLS
+        assert [request[0].content for request in changing[:2]] == [
+            f"{SYSTEM} Call 1.",
+            f"{SYSTEM} Call 3.",
+        ]
+        assert max(count_tokens(request) for request in changing) <= MAX_TOKENS
+        stats = window_of(state).stats
+        assert (stats.requests, stats.resets) == (CHANGING_CALLS, 0)
+        assert stats.compactions >= 2
+        after = [request[1:] for request in bare(changing)]
+        assert same_after_system(after, [request[1:] for request in bare(fixed)]) >= (
+            MIN_SAME_AFTER_SYSTEM
+        )
+
+
+class Reporting(ScriptedChatModel):
+    """``ScriptedChatModel`` whose replies report ``hidden_count`` of each request."""
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        made = super()._generate(messages, stop, run_manager, **kwargs)
+        tokens = hidden_count(count_tokens(messages))
+        reply = made.generations[0].message
+        assert isinstance(reply, AIMessage)
+        reply.usage_metadata = {
+            "input_tokens": tokens,
+            "output_tokens": 5,
+            "total_tokens": tokens + 5,
+        }
+        return made
+
+
+class TestContextWindowMiddlewareUsage:
+    def test_the_replies_usage_calibrates_the_window_no_request_over_after_the_first(self) -> None:
+        model = Reporting(steps=USAGE_CALLS - 1)
+        graph = agent(model, ContextWindowMiddleware(MAX_TOKENS, keep_first=1), system=LONG_SYSTEM)
+        graph.invoke({"messages": [HumanMessage(TASK)]}, config())
+        assert len(model.requests) == USAGE_CALLS
+        over = [hidden_count(count_tokens(request)) > MAX_TOKENS for request in model.requests]
+        assert not any(over[1:])
+        assert max(hidden_count(count_tokens(request)) for request in model.requests) > (
+            MAX_TOKENS // 2
+        )
