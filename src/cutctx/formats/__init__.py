@@ -10,7 +10,7 @@ of a built-in one (``FormatName``); ``resolve`` turns either into the ``Format``
 imports this package.
 
 >>> resolve("anthropic") is ANTHROPIC, sorted(NAMES)
-(True, ['anthropic', 'openai_chat', 'openai_responses'])
+(True, ['anthropic', 'gemini', 'openai_chat', 'openai_responses'])
 
 .. versionadded:: 0.1.0
 """
@@ -23,6 +23,7 @@ from typing import Any, Final, Literal
 from baseaicore import ValidationError
 
 from cutctx.formats import anthropic as anthropic
+from cutctx.formats import gemini as gemini
 from cutctx.formats import openai_chat as openai_chat
 from cutctx.formats import openai_responses as openai_responses
 from cutctx.formats._common import Binding as Binding
@@ -31,11 +32,13 @@ from cutctx.formats._format import Format as Format
 from cutctx.formats._format import Rendered as Rendered
 from cutctx.formats._format import Scanned as Scanned
 from cutctx.formats.anthropic import ANTHROPIC as ANTHROPIC
+from cutctx.formats.gemini import GEMINI as GEMINI
 from cutctx.formats.openai_chat import OPENAI_CHAT as OPENAI_CHAT
 from cutctx.formats.openai_responses import OPENAI_RESPONSES as OPENAI_RESPONSES
 
 __all__ = [
     "ANTHROPIC",
+    "GEMINI",
     "NAMES",
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
@@ -45,13 +48,14 @@ __all__ = [
     "Rendered",
     "Scanned",
     "anthropic",
+    "gemini",
     "openai_chat",
     "openai_responses",
     "resolve",
 ]
 
 type FormatName = Literal[
-    "openai_chat", "openai_responses", "anthropic", "langchain", "pydantic_ai"
+    "openai_chat", "openai_responses", "anthropic", "gemini", "langchain", "pydantic_ai"
 ]
 """The names of the built-in formats (and of the frameworks'); a misspelt one is a type error.
 
@@ -59,7 +63,7 @@ type FormatName = Literal[
 """
 
 _BUILT_IN: Final[dict[str, Format[Message]]] = {
-    fmt.name: fmt for fmt in (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC)
+    fmt.name: fmt for fmt in (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI)
 }
 
 _FRAMEWORKS: Final = ("langchain", "pydantic_ai")
