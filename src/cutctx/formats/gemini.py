@@ -15,8 +15,10 @@ a part that carried a ``thought_signature`` is sent as it came, or its whole con
 The input must be a valid request (a user content first; every model content's calls answered
 by the next content, one response per call, same names, same ids where given). The output is
 one too: a new pair of same-role neighbours is merged (two user contents neither of which holds
-function responses) or parted by ``FILLER_TEXT`` in a content of the other role, whose price
-every model content reserves. See ``docs/formats/gemini.md``.
+function responses) or parted by a filler, a content of the other role holding ``FILLER_TEXT``.
+Every model content's price holds the reserve of the fillers it may need (one before it, and one
+after its responses if it calls functions), and a filler itself costs nothing, so the count of a
+request never grows by the fillers put in it. See ``docs/formats/gemini.md``.
 
 >>> transcript, binding = to_transcript([{"role": "user", "parts": [{"text": "hi"}]}])
 >>> transcript.turn_ids(), from_transcript(transcript, binding)
@@ -152,7 +154,7 @@ class _Gemini(Format[Message]):
             follows=follows,
             priority=priority,
             pin=pin,
-        )[0]
+        )
 
     def render(
         self, view: Transcript | CompactedTranscript, binding: Binding[Message]
@@ -171,7 +173,7 @@ class _Gemini(Format[Message]):
                     parts[position] = _masked(parts[position], stub)
                 message = {**message, "parts": parts}
             built.append((message, piece.cost, piece.index))
-        messages, costs, merged = _order(built, _filler(Pricer.of(FORMAT, binding.estimator)))
+        messages, costs, merged = _order(built)
         return Rendered(restore(binding, messages), costs, merged)
 
     def count_tokens(
@@ -183,8 +185,8 @@ class _Gemini(Format[Message]):
     ) -> int:
         pricer = self.pricer(estimator)
         head = self.head(system, estimator=pricer.estimator)
-        read, reserved = _scan(messages, pricer.estimator, strict=False)
-        return sum(turn.token_estimate for turn in (*head, *read.turns)) - reserved
+        read = _scan(messages, pricer.estimator, strict=False)
+        return sum(turn.token_estimate for turn in (*head, *read.turns))
 
 
 GEMINI: Final[Format[Message]] = _Gemini()
@@ -253,8 +255,9 @@ def count_tokens(
 ) -> int:
     """Return what ``messages`` and ``system`` cost under this format's pricing rules.
 
-    The filler reserves ``to_transcript`` adds are not counted, and a partial history (a call
-    still waiting for its response) is priced content by content.
+    That is the sum of the turns' estimates, filler reserves included (the price of a kept
+    content is what it costs in any request). A partial history (a call still waiting for its
+    response) is priced content by content.
 
     >>> count_tokens([{"role": "user", "parts": [{"text": "twelve chars"}]}])
     3
@@ -267,9 +270,19 @@ def count_tokens(
     return GEMINI.count_tokens(messages, estimator=estimator, system=system)
 
 
-def _filler(pricer: Pricer) -> int:
-    """Return the price of a filler content."""
+def _reserve(pricer: Pricer) -> int:
+    """Return the price of a filler content: what a model content reserves for each one."""
     return pricer.framing + pricer.text(FILLER_TEXT)
+
+
+def _is_filler(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` is a filler content (one text part, ``FILLER_TEXT``)."""
+    parts = message.get("parts")
+    return (
+        isinstance(parts, list | tuple)
+        and len(parts) == 1
+        and parts[0] == {"text": FILLER_TEXT}
+    )
 
 
 def _plain(value: object) -> object:
@@ -325,7 +338,7 @@ def _holds_responses(message: Mapping[str, Any]) -> bool:
 
 
 def _order(
-    built: list[tuple[dict[str, Any], int, int]], filler: int
+    built: list[tuple[dict[str, Any], int, int]],
 ) -> tuple[list[dict[str, Any]], list[int], frozenset[int]]:
     """Part or merge every new pair of same-role neighbours; open on a user content.
 
@@ -333,8 +346,9 @@ def _order(
     user neighbours are merged, unless the first holds function responses (a model filler goes
     between); two new model neighbours, and a model content that would open the request, get
     a user filler before the second. ``built`` holds each content, its price and its history
-    index (``-1`` for a summary); return the contents, their prices (a filler costs ``filler``)
-    and the history indices merged into the content before them.
+    index (``-1`` for a summary); return the contents, their prices (a filler's is 0: its
+    price is reserved by the model content it serves) and the history indices merged into the
+    content before them.
     """
     out: list[dict[str, Any]] = []
     costs: list[int] = []
@@ -353,13 +367,13 @@ def _order(
             else:
                 out[-1] = {**out[-1], "parts": [*out[-1]["parts"], *message["parts"]]}
                 costs[-1] += cost
-                last[-1] = source
+                last[-1] = -1  # a merged content is no history content's neighbour
                 if source >= 0:
                     merged.add(source)
                 continue
         if filler_role is not None:
             out.append({"role": filler_role, "parts": [{"text": FILLER_TEXT}]})
-            costs.append(filler)
+            costs.append(0)
             last.append(-1)
         out.append(message)
         costs.append(cost)
@@ -376,15 +390,14 @@ def _scan(  # noqa: PLR0912, PLR0915 - one pass over the contents, one branch pe
     follows: Message | None = None,
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
-) -> tuple[Scanned[Message], int]:
-    """Read the contents after ``offset`` earlier ones; also return the filler reserves added.
+) -> Scanned[Message]:
+    """Read the contents after ``offset`` earlier ones.
 
     With ``strict`` the request's rules are enforced; without, only the shape of each field.
     """
     pricer = Pricer.of(FORMAT, estimator)
     items = read_contents(messages, offset)
-    filler = _filler(pricer)
-    reserved = 0
+    reserve = _reserve(pricer)
     turns: list[TranscriptTurn] = []
     parts_of: dict[str, Part] = {}
     tool_names: dict[str, str] = {}
@@ -420,17 +433,18 @@ def _scan(  # noqa: PLR0912, PLR0915 - one pass over the contents, one branch pe
             text, cost = render_content(
                 FORMAT, pricer, index, parts, "parts", partial(part_of, pricer, index)
             )
+            if _is_filler(message):
+                text, cost = "", -pricer.framing
             if strict:
                 ids = [call_id for _, _, call_id in calls if call_id is not None]
                 if len(set(ids)) != len(ids):
                     raise fail(FORMAT, index, "two function calls share one id")
-            reserve = filler * (2 if calls else 1)  # a user filler before; a model one after
-            reserved += reserve
             turn = TranscriptTurn(
                 turn_id,
                 Role.ASSISTANT,
                 text,
-                pricer.framing + cost + reserve,
+                # a user filler may go before it, a model one after its responses
+                pricer.framing + cost + reserve * (2 if calls else 1),
                 turn_id if calls else None,
             )
             turns.append(turn)
@@ -449,6 +463,8 @@ def _scan(  # noqa: PLR0912, PLR0915 - one pass over the contents, one branch pe
             text, cost = render_content(
                 FORMAT, pricer, index, parts, "parts", partial(part_of, pricer, index)
             )
+            if _is_filler(message):
+                text, cost = "", -pricer.framing
             turn = TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost)
             turns.append(turn)
             parts_of[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
@@ -483,7 +499,7 @@ def _scan(  # noqa: PLR0912, PLR0915 - one pass over the contents, one branch pe
         FORMAT, items, turns, parts_of, tool_names, priority=priority, pin=pin, offset=offset
     )
     originals = tuple(sent_originals(messages, items, sent))
-    return Scanned(tuple(turns), parts_of, sent, originals), reserved
+    return Scanned(tuple(turns), parts_of, sent, originals)
 
 
 def _unanswered(opener: int, pending: list[tuple[int, str, str | None]]) -> Exception:
