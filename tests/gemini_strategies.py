@@ -56,7 +56,7 @@ def _response(draw: st.DrawFn, name: str, call_id: str | None) -> dict[str, Any]
 
 
 @st.composite
-def gemini_histories(  # noqa: C901 - one branch per kind of event
+def gemini_histories(  # noqa: PLR0912 - one branch per kind of event
     draw: st.DrawFn, max_events: int = 8
 ) -> list[dict[str, Any]]:
     """A Gemini history: the task, then user messages, model replies and function-call steps."""

@@ -45,7 +45,7 @@ def _is_summary(content: dict[str, Any]) -> bool:
     )
 
 
-def gemini_problems(  # noqa: PLR0912 - one branch per documented rule
+def gemini_problems(
     contents: list[dict[str, Any]], original: list[dict[str, Any]] | None = None
 ) -> list[str]:
     """Roles user/model; parts a non-empty list; a user content first; every model content's
@@ -109,7 +109,9 @@ def _source(content: dict[str, Any], original: list[dict[str, Any]], start: int)
     return None
 
 
-def _against(contents: list[dict[str, Any]], original: list[dict[str, Any]]) -> list[str]:
+def _against(  # noqa: PLR0912 - one branch per rule
+    contents: list[dict[str, Any]], original: list[dict[str, Any]]
+) -> list[str]:
     problems: list[str] = []
     sources: list[int | None] = []
     start = 0
@@ -189,7 +191,7 @@ def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def gemini_tokens(  # noqa: C901 - one branch per kind of part
+def gemini_tokens(
     contents: list[dict[str, Any]],
     encode: Encode,
     framing: int,

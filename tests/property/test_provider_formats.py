@@ -26,7 +26,7 @@ from cutctx import (
     TokenizerEstimator,
     compact_messages,
 )
-from cutctx.formats import gemini
+from cutctx.formats import GEMINI, Format, gemini
 from tests import gemini_strategies as gs
 from tests import gemini_validators as gv
 from tests.property.test_formats import fitting_summary, kept_in_order, policies
@@ -45,6 +45,7 @@ fits."""
 
 @dataclass(frozen=True)
 class Provider:
+    format: Format[Any]
     module: ModuleType
     histories: st.SearchStrategy[list[dict[str, Any]]]
     systems: st.SearchStrategy[Any]
@@ -54,7 +55,7 @@ class Provider:
 
 PROVIDERS = {
     "gemini": Provider(
-        gemini, gs.gemini_histories(), gs.systems(), gv.gemini_problems, gv.gemini_tokens
+        GEMINI, gemini, gs.gemini_histories(), gs.systems(), gv.gemini_problems, gv.gemini_tokens
     ),
 }
 NAMES = sorted(PROVIDERS)
@@ -125,7 +126,7 @@ class TestProviderFormatProperties:
                 done = compact_messages(
                     messages,
                     max_tokens=max_tokens,
-                    format=name,
+                    format=fmt.format,
                     system=system,
                     estimator=CL100K,
                     summarize=summarize,
@@ -178,7 +179,11 @@ class TestProviderFormatProperties:
         total = fmt.module.count_tokens(messages, estimator=CL100K)
         max_tokens = data.draw(st.integers(max(200, total // 4), max(200, total)))
         window = ContextWindow(
-            name, max_tokens=max_tokens, estimator=CL100K, keep_first=1, cache_breakpoints=True
+            fmt.format,
+            max_tokens=max_tokens,
+            estimator=CL100K,
+            keep_first=1,
+            cache_breakpoints=True,
         )
         cuts = [
             end

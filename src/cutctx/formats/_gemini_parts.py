@@ -90,7 +90,7 @@ def read_contents(messages: object, offset: int) -> tuple[dict[str, Any], ...]:
         raise fail(FORMAT, None, f"messages must be a list, got {type(messages).__name__}")
     items: list[dict[str, Any]] = []
     for index, message in enumerate(messages, offset):
-        read: object = message
+        read: Any = message
         if type(message) is not dict:
             read = dict(message) if isinstance(message, Mapping) else _dump(message)
             if not isinstance(read, dict):
@@ -233,7 +233,9 @@ def part_of(pricer: Pricer, index: int, value: object, where: str) -> tuple[str,
         output = result.get("output")
         text = "" if output is None else text_field(FORMAT, index, output, f"{where}.{key}.output")
         return text, pricer.text(text)
-    rest = {name: item for name, item in part.items() if name not in _SPELLINGS["thought_signature"]}
+    rest = {
+        name: item for name, item in part.items() if name not in _SPELLINGS["thought_signature"]
+    }
     if not rest or rest == {"thought": thought}:
         return "", 0  # a signature alone (the end of a thought): sent, not priced
     return "[part]", pricer.text(strict_json(index, rest, where))

@@ -278,11 +278,7 @@ def _reserve(pricer: Pricer) -> int:
 def _is_filler(message: Mapping[str, Any]) -> bool:
     """Whether ``message`` is a filler content (one text part, ``FILLER_TEXT``)."""
     parts = message.get("parts")
-    return (
-        isinstance(parts, list | tuple)
-        and len(parts) == 1
-        and parts[0] == {"text": FILLER_TEXT}
-    )
+    return isinstance(parts, list | tuple) and len(parts) == 1 and parts[0] == {"text": FILLER_TEXT}
 
 
 def _plain(value: object) -> object:
@@ -543,4 +539,3 @@ def _check_answers(
         del open_calls[match]
     if open_calls:
         raise _unanswered(opener, [(0, name, call_id) for name, call_id in open_calls])
-
