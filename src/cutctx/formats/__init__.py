@@ -3,14 +3,15 @@
 A ``Format`` owns everything one message shape means to cutctx: reading messages into turns,
 pricing them as sent, the provider's sequencing rules and pins, and rendering a view back. The
 built-in ones are ``OPENAI_CHAT`` (Chat Completions messages), ``OPENAI_RESPONSES`` (Responses
-API input items) and ``ANTHROPIC`` (Messages API); each lives in its module, which also keeps the
+API input items), ``ANTHROPIC`` (Messages API), ``GEMINI`` (google-genai contents) and
+``BEDROCK_CONVERSE`` (AWS Bedrock Converse messages); each lives in its module, which also keeps the
 functions ``to_transcript(messages, *, estimator=None, system=None)``, ``from_transcript(view,
 binding)`` and ``count_tokens``. Everything that takes a format takes a ``Format`` or the name
 of a built-in one (``FormatName``); ``resolve`` turns either into the ``Format``. The core never
 imports this package.
 
 >>> resolve("anthropic") is ANTHROPIC, sorted(NAMES)
-(True, ['anthropic', 'gemini', 'openai_chat', 'openai_responses'])
+(True, ['anthropic', 'bedrock_converse', 'gemini', 'openai_chat', 'openai_responses'])
 
 .. versionadded:: 0.1.0
 """
@@ -23,6 +24,7 @@ from typing import Any, Final, Literal
 from baseaicore import ValidationError
 
 from cutctx.formats import anthropic as anthropic
+from cutctx.formats import bedrock_converse as bedrock_converse
 from cutctx.formats import gemini as gemini
 from cutctx.formats import openai_chat as openai_chat
 from cutctx.formats import openai_responses as openai_responses
@@ -32,12 +34,14 @@ from cutctx.formats._format import Format as Format
 from cutctx.formats._format import Rendered as Rendered
 from cutctx.formats._format import Scanned as Scanned
 from cutctx.formats.anthropic import ANTHROPIC as ANTHROPIC
+from cutctx.formats.bedrock_converse import BEDROCK_CONVERSE as BEDROCK_CONVERSE
 from cutctx.formats.gemini import GEMINI as GEMINI
 from cutctx.formats.openai_chat import OPENAI_CHAT as OPENAI_CHAT
 from cutctx.formats.openai_responses import OPENAI_RESPONSES as OPENAI_RESPONSES
 
 __all__ = [
     "ANTHROPIC",
+    "BEDROCK_CONVERSE",
     "GEMINI",
     "NAMES",
     "OPENAI_CHAT",
@@ -48,6 +52,7 @@ __all__ = [
     "Rendered",
     "Scanned",
     "anthropic",
+    "bedrock_converse",
     "gemini",
     "openai_chat",
     "openai_responses",
@@ -55,7 +60,13 @@ __all__ = [
 ]
 
 type FormatName = Literal[
-    "openai_chat", "openai_responses", "anthropic", "gemini", "langchain", "pydantic_ai"
+    "openai_chat",
+    "openai_responses",
+    "anthropic",
+    "gemini",
+    "bedrock_converse",
+    "langchain",
+    "pydantic_ai",
 ]
 """The names of the built-in formats (and of the frameworks'); a misspelt one is a type error.
 
@@ -63,7 +74,7 @@ type FormatName = Literal[
 """
 
 _BUILT_IN: Final[dict[str, Format[Message]]] = {
-    fmt.name: fmt for fmt in (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI)
+    fmt.name: fmt for fmt in (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI, BEDROCK_CONVERSE)
 }
 
 _FRAMEWORKS: Final = ("langchain", "pydantic_ai")

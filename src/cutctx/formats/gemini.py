@@ -29,7 +29,6 @@ request never grows by the fillers put in it. See ``docs/formats/gemini.md``.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -64,6 +63,7 @@ from cutctx.formats._gemini_parts import (
     responses_of,
 )
 from cutctx.formats._marks import read_marks, sent_originals
+from cutctx.formats._plain import plain
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -132,7 +132,7 @@ class _Gemini(Format[Message]):
 
     def fingerprint_data(self, message: Message) -> object:
         if isinstance(message, Mapping):
-            return _plain(message)
+            return plain(message)
         dump = getattr(message, "model_dump", None)
         return dump(mode="json", exclude_none=True) if callable(dump) else message
 
@@ -279,17 +279,6 @@ def _is_filler(message: Mapping[str, Any]) -> bool:
     """Whether ``message`` is a filler content (one text part, ``FILLER_TEXT``)."""
     parts = message.get("parts")
     return isinstance(parts, list | tuple) and len(parts) == 1 and parts[0] == {"text": FILLER_TEXT}
-
-
-def _plain(value: object) -> object:
-    """Return ``value`` with raw bytes (an SDK-style dict's) as base64 text, for fingerprints."""
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
-    return value
 
 
 def _system(system: object, pricer: Pricer) -> tuple[str, int] | None:
