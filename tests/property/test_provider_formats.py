@@ -26,7 +26,9 @@ from cutctx import (
     TokenizerEstimator,
     compact_messages,
 )
-from cutctx.formats import GEMINI, Format, gemini
+from cutctx.formats import BEDROCK_CONVERSE, GEMINI, Format, bedrock_converse, gemini
+from tests import bedrock_strategies as bs
+from tests import bedrock_validators as bv
 from tests import gemini_strategies as gs
 from tests import gemini_validators as gv
 from tests.property.test_formats import fitting_summary, kept_in_order, policies
@@ -51,11 +53,21 @@ class Provider:
     systems: st.SearchStrategy[Any]
     problems: Any
     tokens: Any
+    shapes: Any = None  # the SDK's own check of a request's shapes, where there is one
 
 
 PROVIDERS = {
     "gemini": Provider(
         GEMINI, gemini, gs.gemini_histories(), gs.systems(), gv.gemini_problems, gv.gemini_tokens
+    ),
+    "bedrock_converse": Provider(
+        BEDROCK_CONVERSE,
+        bedrock_converse,
+        bs.bedrock_histories(),
+        bs.systems(),
+        bv.bedrock_problems,
+        bv.bedrock_tokens,
+        bv.shape_problems,
     ),
 }
 NAMES = sorted(PROVIDERS)
@@ -105,6 +117,36 @@ class TestProviderFormatProperties:
             assert fmt.problems(out, messages) == []
         assert kept_in_order(out, messages)
 
+    @given(data=st.data())
+    def test_messages_pinned_in_the_middle_leave_holes_that_stay_valid(
+        self, name: str, data: st.DataObject
+    ) -> None:
+        """Catches a merge or a missing filler around a hole: with random messages pinned, a
+        policy drops or summarizes what lies between them, so any two messages (a summary, a
+        reply, a message holding results or reasoning) may meet."""
+        fmt = PROVIDERS[name]
+        messages = data.draw(fmt.histories)
+        replies = [
+            index
+            for index, message in enumerate(messages)
+            if message["role"] in ("model", "assistant")
+        ]
+        pinned = data.draw(st.sets(st.sampled_from(replies))) if replies else set()
+        transcript, binding = fmt.module.to_transcript(
+            messages, pin=lambda index, message: index in pinned
+        )
+        policy = data.draw(st.sampled_from(policies(binding.estimator)))
+        budget = data.draw(budgets(transcript))
+        try:
+            plan = policy.decide(transcript, budget)
+        except BudgetUnsatisfiable:
+            return
+        summaries = {r.group_id: "Summary." for r in plan.summarization_requests}
+        view = CompactionExecutor().apply(transcript, plan, summaries).transcript
+        out = fmt.module.from_transcript(view, binding)
+        if any(turn.turn_id != "system" for turn in view.turns):
+            assert fmt.problems(out, messages) == []
+
     @given(data=st.data(), fraction=st.sampled_from(FRACTIONS))
     def test_compact_messages_at_a_fraction_of_the_history(
         self, name: str, data: st.DataObject, fraction: float
@@ -152,6 +194,8 @@ class TestProviderFormatProperties:
             assert all(a is b for a, b in zip(out, messages, strict=True))
         if out:
             assert fmt.problems(out, messages) == []
+            if fmt.shapes is not None:
+                assert fmt.shapes(out, system) == []
         assert run() == out
 
     @given(data=st.data())
