@@ -51,13 +51,13 @@ def _reasoning(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.integers(0, 4)) == 0:
         return {"reasoningContent": {"redactedContent": draw(st.binary(min_size=4, max_size=30))}}
     signature = base64.b64encode(draw(st.binary(min_size=8, max_size=30))).decode()
-    return {"reasoningContent": {"reasoningText": {"text": draw(texts(60)), "signature": signature}}}
+    return {
+        "reasoningContent": {"reasoningText": {"text": draw(texts(60)), "signature": signature}}
+    }
 
 
 @st.composite
-def bedrock_histories(  # noqa: C901, PLR0912 - one branch per kind of event
-    draw: st.DrawFn, max_events: int = 8
-) -> list[dict[str, Any]]:
+def bedrock_histories(draw: st.DrawFn, max_events: int = 8) -> list[dict[str, Any]]:
     """A Converse history: the task, then replies and tool steps, in strict alternation."""
     history: list[dict[str, Any]] = [{"role": "user", "content": [{"text": draw(texts())}]}]
     points = 0

@@ -202,8 +202,8 @@ def run_window(
         figures.requests += 1
         figures.invalid += bool(problems(request, history))
         figures.over += count(request) > max_tokens
-        figures.missing_task += not request or request[0] is not history[0]
-        keys = [json.dumps(message, sort_keys=True, default=repr) for message in request]
+        figures.missing_task += not _leads(request, history[0])
+        keys = [json.dumps(_unmarked(message), sort_keys=True, default=repr) for message in request]
         for key, message in zip(keys, request, strict=True):
             if key not in prices:
                 prices[key] = count([message])
@@ -217,3 +217,22 @@ def run_window(
         previous = keys
     figures.compactions = window.stats.compactions
     return figures
+
+
+def _unmarked(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` without the ``cachePoint`` blocks a window places (they move with the prefix)."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    return {**message, "content": [block for block in content if "cachePoint" not in block]}
+
+
+def _leads(request: list[Any], task: dict[str, Any]) -> bool:
+    """Whether ``request`` opens with the task: whole, or leading a merged message."""
+    if not request:
+        return False
+    if request[0] is task:
+        return True
+    key = "parts" if "parts" in task else "content"
+    first = _unmarked(request[0]).get(key, [])
+    return bool(first[: len(task[key])] == task[key])

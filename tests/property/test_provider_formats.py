@@ -133,7 +133,7 @@ class TestProviderFormatProperties:
         ]
         pinned = data.draw(st.sets(st.sampled_from(replies))) if replies else set()
         transcript, binding = fmt.module.to_transcript(
-            messages, pin=lambda index, message: index in pinned
+            messages, pin=lambda index, _: index in pinned
         )
         policy = data.draw(st.sampled_from(policies(binding.estimator)))
         budget = data.draw(budgets(transcript))

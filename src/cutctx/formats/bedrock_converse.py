@@ -316,6 +316,7 @@ def _system(system: object, pricer: Pricer) -> tuple[str, int]:
     cost = pricer.framing
     for block in system:
         kind = next(iter(block), None) if isinstance(block, Mapping) and len(block) == 1 else None
+        text: object
         if kind == "text" and isinstance(block["text"], str):
             text = block["text"]
         elif kind == "guardContent" and isinstance(block["guardContent"], Mapping):
