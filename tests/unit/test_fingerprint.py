@@ -1,5 +1,6 @@
-"""The window's fingerprint of what it has seen: equal content gives equal bytes in any process,
-any edit changes it, and it is stable across the Python versions cutctx is tested on."""
+"""The window's fingerprint of what it has seen: equal content gives an equal fingerprint in any
+process and in any key order, any other edit changes it, and it is stable across the Python
+versions cutctx is tested on."""
 
 from __future__ import annotations
 
@@ -33,11 +34,33 @@ HISTORY: list[Any] = [
 # The fingerprint of HISTORY. It is what every Python version cutctx is tested on (3.12 and 3.13
 # in CI) must write: a change would make a state saved by one version reset when another restores
 # it. Update it only with a state format change.
-GOLDEN = "52ce59dccb574f2a0d8cd80ed3523cfde409dffecb57ea7ad975fce1c21b4141"
+GOLDEN = (
+    "52ce59dccb574f2a0d8cd80ed3523cfde409dffecb57ea7ad975fce1c21b4141"
+    ".5c67082d6e106bb0172bf868856e5b27e96e4ba1086cdbd43d0906cf8be0d880"
+)
 
 
 def fingerprint(messages: list[Any]) -> str:
     return Fingerprint.of(messages, lambda message: message).hexdigest()
+
+
+def raw(messages: list[Any]) -> str:
+    """The raw half: what a history handed over in the same order is checked by."""
+    return fingerprint(messages).partition(".")[0]
+
+
+def resumed(messages: list[Any], saved: str) -> str | None:
+    made = Fingerprint.resume(messages, lambda message: message, saved)
+    return None if made is None else made.hexdigest()
+
+
+def reordered(value: Any) -> Any:
+    """``value`` with every dict's keys in reverse order (a store such as jsonb reorders them)."""
+    if isinstance(value, dict):
+        return {key: reordered(value[key]) for key in reversed(list(value))}
+    if isinstance(value, list):
+        return [reordered(item) for item in value]
+    return value
 
 
 def copy_of(value: Any) -> Any:
@@ -60,7 +83,14 @@ class TestStable:
         # little-endian bytes, then the bytes), "0" the end of the dict.
         written = b"{u\x04\0\0\0roleu\x04\0\0\0useru\x07\0\0\0contentu\x02\0\0\0hi0"
         expected = hashlib.sha256(written).hexdigest()
-        assert fingerprint([{"role": "user", "content": "hi"}]) == expected
+        assert raw([{"role": "user", "content": "hi"}]) == expected
+
+    def test_the_canonical_half_chains_each_message_sorted(self) -> None:
+        # One link a message: SHA-256 of the previous link and the message with its keys sorted.
+        seed = hashlib.sha256(b"cutctx canonical fingerprint").digest()
+        written = b"{u\x07\0\0\0contentu\x02\0\0\0hiu\x04\0\0\0roleu\x04\0\0\0user0"
+        link = hashlib.sha256(seed + written).hexdigest()
+        assert fingerprint([{"role": "user", "content": "hi"}]).partition(".")[2] == link
 
     def test_another_process_with_another_hash_seed_gives_the_same_fingerprint(self) -> None:
         script = (
@@ -117,13 +147,64 @@ class TestEdits:
             ([{"n": 1}], [{"n": "1"}]),
             ([{"n": 1}], [{"n": True}]),
             ([{"n": 1}], [{"n": 1.0}]),
-            ([{"a": 1, "b": 2}], [{"b": 2, "a": 1}]),  # key order is what is sent
             ([[1, [2]]], [[[1], 2]]),
             ([HISTORY[1]], [{**HISTORY[1], "content": [*HISTORY[1]["content"][:1]]}]),
         ],
     )
     def test_an_edit_changes_the_fingerprint(self, one: list[Any], other: list[Any]) -> None:
         assert fingerprint(one) != fingerprint(other)
+        assert resumed(other, fingerprint(one)) is None
+
+
+class TestKeyOrder:
+    """A store that returns keys in another order hands back the same history."""
+
+    def test_a_history_with_its_keys_reordered_resumes_the_saved_fingerprint(self) -> None:
+        saved = fingerprint(HISTORY)
+        again = reordered(HISTORY)
+        assert raw(again) != raw(HISTORY)  # the fast check alone would call it another history
+        assert resumed(again, saved) is not None
+
+    def test_a_resumed_fingerprint_continues_from_the_history_as_handed_over(self) -> None:
+        """After a reordered restore, the next state is checked fast against the same order."""
+        again = reordered(HISTORY)
+        made = Fingerprint.resume(again[:2], lambda message: message, fingerprint(HISTORY[:2]))
+        assert made is not None
+        made.feed(again, made.count)
+        assert made.hexdigest() == fingerprint(again)
+        assert made.hexdigest().partition(".")[2] == fingerprint(HISTORY).partition(".")[2]
+
+    def test_the_same_order_resumes_by_the_raw_half_and_keeps_the_saved_chain(self) -> None:
+        made = Fingerprint.resume(copy_of(HISTORY), lambda message: message, fingerprint(HISTORY))
+        assert made is not None
+        assert made.hexdigest() == fingerprint(HISTORY)
+
+    @given(st.lists(JSON_DATA, max_size=4))
+    def test_equal_data_in_any_key_order_resumes_and_other_data_does_not(
+        self, messages: list[Any]
+    ) -> None:
+        """Key order never decides whether a history is the one a state saw (sort_keys=True)."""
+        saved = fingerprint(messages)
+        stored = json.loads(json.dumps(messages, sort_keys=True))
+        assert resumed(stored, saved) is not None
+        assert resumed(reordered(messages), saved) is not None
+        assert resumed([*messages, "one more"], saved) is None
+
+    @pytest.mark.parametrize(
+        "saved",
+        ["", "0" * 64, "0" * 64 + ".", "0" * 64 + "." + "z" * 64, "0" * 64 + "." + "0" * 63],
+    )
+    def test_a_saved_digest_of_another_shape_matches_nothing(self, saved: str) -> None:
+        assert resumed(HISTORY, saved) is None
+
+    def test_keys_that_do_not_compare_are_sorted_by_their_repr(self) -> None:
+        one: dict[Any, Any] = {1: "a", "1": "b"}
+        other: dict[Any, Any] = {"1": "b", 1: "a"}
+        assert resumed([other], fingerprint([one])) is not None
+
+    def test_a_tuple_is_the_list_a_json_store_gives_back(self) -> None:
+        saved = fingerprint([{"role": "user", "content": ("a", ("b",))}])
+        assert resumed([{"role": "user", "content": ["a", ["b"]]}], saved) is not None
 
 
 class TestObjects:
@@ -149,3 +230,39 @@ class TestObjects:
     def test_a_value_that_is_not_message_data_is_named_with_its_message(self) -> None:
         with pytest.raises(ValidationError, match=r"messages\[1\] holds a object"):
             fingerprint([{"role": "user", "content": "hi"}, {"content": [object()]}])
+
+
+def agent_history(steps: int) -> list[dict[str, Any]]:
+    """An OpenAI Chat agent session: a task, then ``steps`` tool calls and their results."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "TASK: make the build green."}]
+    for step in range(steps):
+        arguments = json.dumps({"step": step, "cmd": "make"})
+        function = {"name": "run", "arguments": arguments}
+        call: dict[str, Any] = {"id": f"call_{step}", "type": "function", "function": function}
+        history.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        body = f"step {step}: " + "log line with output\n" * (20 + step % 7)
+        history.append({"role": "tool", "tool_call_id": f"call_{step}", "content": body})
+    return history
+
+
+class TestRestoredWindow:
+    def test_a_store_that_sorts_keys_gives_the_live_windows_requests_and_no_reset(self) -> None:
+        """Each step restored from the last one's state, the history handed over alternately as
+        written and with its keys sorted (as PostgreSQL jsonb or ``sort_keys=True`` returns it),
+        sends what one live window sends, and never resets."""
+        from cutctx import ContextWindow  # noqa: PLC0415 - the window over the fingerprint
+
+        history = agent_history(40)
+        live = ContextWindow("openai_chat", max_tokens=1500, keep_first=1)
+        stored = json.dumps(ContextWindow("openai_chat", max_tokens=1500, keep_first=1).state())
+        for step, end in enumerate(range(3, len(history) + 1, 2)):
+            expected = live.prepare(history[:end])
+            restored = ContextWindow.from_state(json.loads(stored))
+            handed = history[:end]
+            if step % 2:
+                handed = json.loads(json.dumps(handed, sort_keys=True))
+            assert restored.prepare(handed) == expected
+            assert restored.stats.resets == 0
+            stored = json.dumps(restored.state(), sort_keys=True)
+        assert live.stats.compactions >= 1
+        assert json.loads(stored)["stats"] == json.loads(json.dumps(live.state()))["stats"]

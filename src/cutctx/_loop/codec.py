@@ -282,8 +282,14 @@ def resume(window: ContextWindow, history: Sequence[Any]) -> None:
     saved = window._saved
     assert saved is not None  # noqa: S101 - only called with a state pending
     render = any(item == ["render"] for item in saved.request)  # a message the state lacks
-    made = Fingerprint.of(history[: saved.count], window._format.fingerprint_data)
-    if len(history) < saved.count or made.hexdigest() != saved.fingerprint:
+    made = (
+        None
+        if len(history) < saved.count
+        else Fingerprint.resume(
+            history[: saved.count], window._format.fingerprint_data, saved.fingerprint
+        )
+    )
+    if made is None:
         window._saved = None
         window._before = [] if render else _resolved(saved.request, history)
         window._stats = type(window._stats)(**{**saved.stats, "resets": saved.stats["resets"] + 1})
