@@ -281,6 +281,17 @@ HOSTILE: dict[str, tuple[Any, int | None, str]] = {
         "more than 4 cachePoint",
     ),
     "a use in a user message": ([user(use("t1"))], 0, "cannot hold toolUse"),
+    "a result in an assistant message": (
+        [user({"text": "a"}), assistant(result("t1", "r"))],
+        1,
+        "cannot hold toolResult",
+    ),
+    "a use left open at the end": ([user({"text": "a"}), assistant(use("t1"))], 1, "no toolResult"),
+    "an unknown status": (
+        [user({"text": "a"}), assistant(use("t1")), user(result("t1", "r", "maybe"))],
+        2,
+        "success or error",
+    ),
 }
 
 
@@ -301,6 +312,44 @@ class TestHostileInput:
 
     def test_count_tokens_accepts_a_partial_history(self) -> None:
         assert b.count_tokens([user({"text": "a"}), assistant(use("t1"))]) > 0
+
+
+class TestEdgesOfTheRules:
+    def test_rarer_blocks_are_priced_by_the_documented_rules(self) -> None:
+        source = {"content": [{"text": "one two"}]}
+        document = {"document": {"format": "txt", "name": "n", "source": source}}
+        guard = {"guardContent": {"image": {"format": "png", "source": {"bytes": png(75, 100)}}}}
+        other = {"citationsContent": {"content": [{"text": "x"}]}}
+        assert b.count_tokens([user(document, guard, other)], estimator=WORDS) - FILLER == (
+            3 + (1 + 2) + 10 + 1
+        )
+
+    def test_count_tokens_prices_a_result_wherever_it_stands(self) -> None:
+        history = [assistant(result("t1", "one two"))]
+        assert b.count_tokens(history, estimator=WORDS) == FILLER + 3 + 2
+
+    def test_a_system_guard_block_is_priced_by_its_text(self) -> None:
+        system = [{"guardContent": {"text": {"text": "one two"}}}]
+        assert b.count_tokens([], estimator=WORDS, system=system) == FILLER + 3 + 2
+
+    @pytest.mark.parametrize(
+        ("block", "message"),
+        [
+            ({1: "x"}, "not a string"),
+            ({"toolResult": {"toolUseId": "t", "content": "x"}}, "content must be a list"),
+            ({"reasoningContent": {}}, "reasoningText or redactedContent"),
+        ],
+    )
+    def test_a_bad_block_is_refused(self, block: object, message: str) -> None:
+        with pytest.raises(ValidationError, match=message):
+            b.count_tokens([{"role": "user", "content": [block]}])
+
+    def test_a_system_that_is_not_a_list_is_refused(self) -> None:
+        with pytest.raises(ValidationError, match="string or a list"):
+            b.count_tokens([], system=5)
+
+    def test_the_system_goes_in_the_system_field(self) -> None:
+        assert BEDROCK_CONVERSE.system_field == "system"
 
 
 class TestFormatHooks:

@@ -425,6 +425,57 @@ class TestHostileInput:
         assert g.count_tokens([user({"text": "a"}), model(call("f"))]) > 0
 
 
+class TestEdgesOfTheRules:
+    def test_rarer_parts_are_priced_by_the_documented_rules(self) -> None:
+        parts = [
+            {"video_metadata": {"fps": 1}},  # any other part: its JSON
+            {"thought_signature": SIGNATURE},  # a signature alone: nothing
+        ]
+        assert g.count_tokens([user(*parts)], estimator=WORDS) == 3 + 1
+        bare = {"function_response": {"name": "f"}}  # no response: an empty body
+        history = [user({"text": "a"}), model(call("f")), user(bare)]
+        assert g.to_transcript(history)[0].turns[2].content == ""
+
+    def test_count_tokens_prices_a_response_wherever_it_stands(self) -> None:
+        assert g.count_tokens([model(answer("f", "one two"))], estimator=WORDS) == 3 + 2 + 7
+
+    def test_a_filler_in_the_history_costs_nothing_itself(self) -> None:
+        history = [
+            user({"text": "a"}),
+            model({"text": g.FILLER_TEXT}),
+            user({"text": g.FILLER_TEXT}),
+        ]
+        assert g.count_tokens(history, estimator=WORDS) == 3 + 1 + 7 + 0
+
+    def test_mapping_parts_and_sdk_parts_mix_in_a_dict_content(self) -> None:
+        from types import MappingProxyType  # noqa: PLC0415 - only here
+
+        parts = [types.Part(text="one"), MappingProxyType({"text": "two"})]
+        assert g.count_tokens([{"role": "user", "parts": parts}], estimator=WORDS) == 3 + 2
+
+    def test_a_dict_is_fingerprinted_with_its_bytes_as_base64(self) -> None:
+        content = user({"inline_data": {"mime_type": "image/png", "data": b"\x00"}})
+        assert GEMINI.fingerprint_data(content) == user(
+            {"inline_data": {"mime_type": "image/png", "data": "AA=="}}
+        )
+
+    @pytest.mark.parametrize(
+        ("part", "message"),
+        [
+            (7, "must be an object"),
+            ({"text": "a", "thought": "yes"}, "thought must be true or false"),
+        ],
+    )
+    def test_a_bad_part_is_refused(self, part: object, message: str) -> None:
+        with pytest.raises(ValidationError, match=message):
+            g.count_tokens([{"role": "user", "parts": [part]}])
+
+    def test_response_media_that_are_not_a_list_are_refused(self) -> None:
+        bad = {"function_response": {"name": "f", "response": {}, "parts": "x"}}
+        with pytest.raises(ValidationError, match="parts must be a list"):
+            g.count_tokens([user({"text": "a"}), model(call("f")), user(bad)])
+
+
 class TestFormatHooks:
     def test_pieces_are_the_calls_and_the_thoughts(self) -> None:
         message = model({"text": "one two", "thought": True}, call("f", x=1))
