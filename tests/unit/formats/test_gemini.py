@@ -427,7 +427,7 @@ class TestHostileInput:
 
 class TestEdgesOfTheRules:
     def test_rarer_parts_are_priced_by_the_documented_rules(self) -> None:
-        parts = [
+        parts: list[dict[str, Any]] = [
             {"video_metadata": {"fps": 1}},  # any other part: its JSON
             {"thought_signature": SIGNATURE},  # a signature alone: nothing
         ]
