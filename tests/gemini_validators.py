@@ -150,7 +150,22 @@ def _against(  # noqa: PLR0912 - one branch per rule
             response = part.get("function_response")
             if response is not None and response not in _all_responses(original):
                 body = response.get("response")
-                if set(body) != {"output"} or not isinstance(body["output"], str):
+                was = next(
+                    (
+                        old.get("response") or {}
+                        for old in _all_responses(original)
+                        if old["name"] == response["name"] and old.get("id") == response.get("id")
+                    ),
+                    {},
+                )
+                keys = (
+                    set(was)
+                    if len(was) == 1 and isinstance(next(iter(was.values())), str)
+                    else None
+                )
+                if set(body) != (keys or {"output"}) or not all(
+                    isinstance(value, str) for value in body.values()
+                ):
                     problems.append(f"{index}: a changed response that is not a stub")
     return problems
 

@@ -235,8 +235,8 @@ def from_transcript[M: Message](
 
     Kept contents are the caller's own objects, in order, unless one had to be merged with a
     neighbour; a masked function response is a copy whose ``response`` is ``{"output": stub}``
-    (its name and id kept, its media parts left out); a summary is a user content of one text
-    part opening with ``SUMMARY_LABEL``. ``system`` is never emitted: send ``binding.system``.
+    (``{"error": stub}`` for an error's; its name and id kept, its media parts left out); a
+    summary is a user content of one text part opening with ``SUMMARY_LABEL``. ``system`` is never emitted: send ``binding.system``.
 
     Raises:
         ValidationError: for a binding of another format or a view it cannot have produced.
@@ -308,10 +308,17 @@ def _system(system: object, pricer: Pricer) -> tuple[str, int] | None:
 
 
 def _masked(part: Mapping[str, Any], stub: str) -> dict[str, Any]:
-    """Return a function response part whose ``response`` is ``{"output": stub}``."""
+    """Return a function response part whose ``response`` is ``{"output": stub}``.
+
+    A response of one string field keeps that field's name (``{"error": stub}``).
+    """
     key, response = field(part, "function_response")
     body = {name: value for name, value in response.items() if name not in ("response", "parts")}
-    body["response"] = {"output": stub}
+    old = response.get("response")
+    single = (
+        isinstance(old, Mapping) and len(old) == 1 and isinstance(next(iter(old.values())), str)
+    )
+    body["response"] = {next(iter(old)) if single else "output": stub}
     return {**part, key: body}
 
 

@@ -14,6 +14,7 @@ from baseaicore import ValidationError
 from google.genai import types
 
 from cutctx import (
+    CompactionBudget,
     CompactionExecutor,
     ContextWindow,
     ObservationMaskingPolicy,
@@ -167,7 +168,7 @@ class TestFromTranscript:
         history = agent()
         transcript, binding = g.to_transcript(history, estimator=WORDS)
         plan = ObservationMaskingPolicy(0, estimator=WORDS).decide(
-            transcript, __import__("cutctx").CompactionBudget(40, 1)
+            transcript, CompactionBudget(40, 1)
         )
         out = g.from_transcript(CompactionExecutor().apply(transcript, plan), binding)
         masked = out[2]["parts"]
@@ -176,6 +177,14 @@ class TestFromTranscript:
         assert masked[0]["function_response"]["response"] == {"output": stub(LONG, 203)}
         assert out[1] is history[1]  # the signed model content as it came
         assert gv.gemini_problems(out, history) == []
+
+    def test_a_masked_error_keeps_its_field(self) -> None:
+        error = {"function_response": {"name": "f", "response": {"error": LONG}}}
+        history = [user({"text": "a"}), model(call("f")), user(error), model({"text": "b"})]
+        transcript, binding = g.to_transcript(history)
+        plan = ObservationMaskingPolicy(0).decide(transcript, CompactionBudget(60, 1))
+        out = g.from_transcript(CompactionExecutor().apply(transcript, plan), binding)
+        assert list(out[2]["parts"][0]["function_response"]["response"]) == ["error"]
 
     def test_a_leading_model_content_gets_a_user_filler(self) -> None:
         history = [user({"text": "a"}), model({"text": "b"}), user({"text": "c"})]
