@@ -236,7 +236,8 @@ def from_transcript[M: Message](
     Kept contents are the caller's own objects, in order, unless one had to be merged with a
     neighbour; a masked function response is a copy whose ``response`` is ``{"output": stub}``
     (``{"error": stub}`` for an error's; its name and id kept, its media parts left out); a
-    summary is a user content of one text part opening with ``SUMMARY_LABEL``. ``system`` is never emitted: send ``binding.system``.
+    summary is a user content of one text part opening with ``SUMMARY_LABEL``. ``system`` is
+    never emitted: send ``binding.system``.
 
     Raises:
         ValidationError: for a binding of another format or a view it cannot have produced.
