@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -95,3 +96,28 @@ def write_jsonl(path: Path, messages: list[dict[str, Any]]) -> Path:
     """Write one message a line to ``path`` and return the path."""
     path.write_text("".join(json.dumps(m) + "\n" for m in messages), encoding="utf-8")
     return path
+
+
+def long_session(exchanges: int = 200, seed: int = 1) -> list[dict[str, Any]]:
+    """A long Chat session: ``exchanges`` tool calls (2 turns each) with results of mixed sizes.
+
+    Exchange 50's result is 125 000 tokens and exchange 120's 1 000 (4 characters a token);
+    the others are 20 to 3 000 tokens, chosen by ``seed``.
+    """
+    sizes = random.Random(seed)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a build assistant."},
+        {"role": "user", "content": "Fix the build."},
+    ]
+    for n in range(exchanges):
+        tokens = {50: 125_000, 120: 1_000}.get(n) or sizes.choice([20, 60, 200, 800, 3000])
+        call = {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": "run", "arguments": "{}"},
+        }
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append(
+            {"role": "tool", "tool_call_id": f"call_{n}", "content": "x" * (4 * tokens)}
+        )
+    return messages

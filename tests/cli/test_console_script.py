@@ -202,3 +202,21 @@ class TestConsoleScript:
         actions = {line.split()[3] for line in done.stdout.splitlines()[1:] if line[:1] == " "}
         assert done.returncode == 0
         assert {"keep", "mask", "drop"} <= actions
+
+    def test_a_lone_surrogate_escape_is_written_back_through_a_real_pipe(
+        self, tmp_path: Path
+    ) -> None:
+        messages = chat_messages()
+        messages[1]["content"] = "Why \ud800 did it fail?"
+        path = write_json(tmp_path / "chat.json", messages)
+        done = cutctx("compact", str(path), "--max-tokens", "700")
+        assert (done.returncode, done.stderr.count("\n")) == (0, 1), done.stderr
+        assert '"Why \\ud800 did it fail?"' in done.stdout
+        assert json.loads(done.stdout)[1]["content"] == "Why \ud800 did it fail?"
+
+    def test_json_nested_too_deeply_is_bad_input(self, tmp_path: Path) -> None:
+        path = tmp_path / "deep.json"
+        path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+        done = cutctx("compact", str(path), "--max-tokens", "700")
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == f"cutctx: error: {path}: the JSON is nested too deeply to read\n"

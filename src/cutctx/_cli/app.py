@@ -21,7 +21,9 @@ from cutctx._audit.records import CompactionRecord
 from cutctx._audit.verify import verify
 from cutctx._cli.inputs import FORMATS, CliError, expand, read, read_text
 from cutctx._cli.job import POLICIES, Job, Settings, rebuilt_policy, system_digest
-from cutctx._cli.views import html_page, rows, stats_data, stats_text, summary_line, table
+from cutctx._cli.page import html_page
+from cutctx._cli.views import rows, stats_data, stats_text, summary_line, table
+from cutctx._core.digest import utf8
 from cutctx._core.errors import BudgetUnsatisfiable
 from cutctx._version import __version__
 
@@ -43,7 +45,8 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(f"{message} (see {self.prog} --help)")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """Return the parser and each command's own parser, by name."""
     parser = _Parser(
         prog="cutctx",
         description="Plan, compact, verify and measure LLM conversations (JSON or JSONL files).",
@@ -54,44 +57,51 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
-    common = _Parser(add_help=False)
-    common.add_argument(
+    reading = _Parser(add_help=False)  # how the file is read and priced: every command but verify
+    reading.add_argument(
         "--format", choices=FORMATS, help="the messages' format (detected when omitted)"
     )
-    common.add_argument(
-        "--protected-recent-turns",
-        type=int,
-        default=4,
-        metavar="N",
-        help="the last N turns are untouchable (default 4)",
-    )
-    common.add_argument(
-        "--keep-first",
-        type=int,
-        default=1,
-        metavar="N",
-        help="keep the first N non-system messages, the task (default 1; 0 keeps none)",
-    )
-    common.add_argument(
-        "--policy",
-        choices=POLICIES,
-        default="default",
-        help="default (mask, then drop; by priority where messages have one), mask, drop, priority",
-    )
-    common.add_argument(
+    reading.add_argument(
         "--tokenizer",
         default="chars",
         metavar="NAME",
         help="chars (4 characters a token) or a tiktoken encoding, such as "
         "cl100k_base, with the cutctx[tiktoken] extra",
     )
-    budget = _Parser(add_help=False)
-    budget.add_argument(
+    planning = _Parser(add_help=False)  # how the plan is made: plan and compact
+    planning.add_argument(
         "--max-tokens",
         type=int,
         required=True,
         metavar="N",
         help="the budget the conversation must fit",
+    )
+    planning.add_argument(
+        "--protected-recent-turns",
+        type=int,
+        default=4,
+        metavar="N",
+        help="the last N turns are untouchable (default 4)",
+    )
+    planning.add_argument(
+        "--keep-first",
+        type=int,
+        default=1,
+        metavar="N",
+        help="keep the first N non-system messages, the task (default 1; 0 keeps none)",
+    )
+    planning.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default="default",
+        help="default (mask, then drop; by priority where messages have one), mask, drop, priority",
+    )
+    planning.add_argument(
+        "--max-result-tokens",
+        type=int,
+        metavar="N",
+        help="send each tool result over N tokens as an excerpt, its first and last lines "
+        "(off by default)",
     )
     files = _Parser(add_help=False)
     files.add_argument(
@@ -102,7 +112,9 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     plan = commands.add_parser(
-        "plan", parents=[files, budget, common], help="show what compaction would do, turn by turn"
+        "plan",
+        parents=[files, planning, reading],
+        help="show what compaction would do, turn by turn",
     )
     plan.add_argument("--json", action="store_true", help="print the audit record instead")
     plan.add_argument("--html", metavar="OUT", help="also write a self-contained page to OUT")
@@ -110,11 +122,14 @@ def _parser() -> argparse.ArgumentParser:
 
     compact = commands.add_parser(
         "compact",
-        parents=[files, budget, common],
+        parents=[files, planning, reading],
         help="write the compacted conversation, in the file's own shape",
     )
     compact.add_argument(
-        "-o", "--output", metavar="OUT", help="write to OUT (a folder when several files are given)"
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="write to OUT, never the input (a folder when several files are given)",
     )
     compact.set_defaults(run=_compact)
 
@@ -124,11 +139,20 @@ def _parser() -> argparse.ArgumentParser:
     verify.set_defaults(run=_verify)
 
     stats = commands.add_parser(
-        "stats", parents=[files, common], help="tokens by role, by tool and by kind of content"
+        "stats", parents=[files, reading], help="tokens by role, by tool and by kind of content"
     )
     stats.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     stats.set_defaults(run=_stats)
-    return parser
+    return parser, {"plan": plan, "compact": compact, "verify": verify, "stats": stats}
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse ``argv``; an argument a command does not take is that command's error."""
+    parser, commands = _parser()
+    arguments, unknown = parser.parse_known_args(argv)
+    if unknown:  # the command is known here: its own help lists what it takes
+        commands[arguments.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    return arguments
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -146,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     try:
-        arguments = _parser().parse_args(argv)
+        arguments = _arguments(argv)
         names = expand(arguments.files)
         arguments.several = len(names) > 1
         arguments.tables = 0
@@ -169,6 +193,8 @@ def _main(argv: Sequence[str] | None) -> int:
             code = _fail(f"{name}: the budget cannot be met: {error}", UNMET)
         except SuiteError as error:
             code = _fail(f"{name}: {error}", BAD_INPUT)
+        except RecursionError:  # JSON nested deeper than Python can follow: bad input, not a bug
+            code = _fail(f"{name}: the JSON is nested too deeply to read", BAD_INPUT)
         except Exception as error:  # noqa: BLE001 - a bug still ends in one line, not a traceback
             code = _fail(f"{name}: internal error, please report it: {error!r:.200}", BAD_INPUT)
         worst = max(worst, code)
@@ -176,28 +202,39 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _settings(arguments: argparse.Namespace) -> Settings:
+    """Return the settings the options give (``stats`` plans nothing: it has the defaults)."""
+    if not hasattr(arguments, "max_tokens"):
+        return Settings(tokenizer=arguments.tokenizer)
+    if arguments.keep_first < 0:
+        raise CliError(f"--keep-first must be 0 or more, got {arguments.keep_first}")
+    cap = arguments.max_result_tokens
+    if cap is not None and cap < 1:
+        raise CliError(f"--max-result-tokens must be 1 or more, got {cap}")
     return Settings(
-        max_tokens=getattr(arguments, "max_tokens", 0),
+        max_tokens=arguments.max_tokens,
         protected_recent_turns=arguments.protected_recent_turns,
         keep_first=arguments.keep_first,
         policy=arguments.policy,
         tokenizer=arguments.tokenizer,
+        max_result_tokens=cap,
     )
 
 
 def _job(arguments: argparse.Namespace, name: str, *, plan: bool = True) -> Job:
-    if arguments.keep_first < 0:
-        raise CliError(f"--keep-first must be 0 or more, got {arguments.keep_first}")
+    settings = _settings(arguments)
     conversation = read(name, arguments.format)
-    return Job.prepare(conversation, _settings(arguments), plan=plan)
+    return Job.prepare(conversation, settings, plan=plan)
 
 
 def _plan(arguments: argparse.Namespace, name: str) -> int:
+    page = None
+    if arguments.html:
+        page = _target(arguments.html, name, ".html", several=arguments.several)
+        _refuse_overwriting(name, page, "--html")
     job = _job(arguments, name)
     lines = rows(job, _reasons(job))
-    if arguments.html:
-        target = _target(arguments.html, name, ".html", several=arguments.several)
-        _write(target, html_page(job, lines))
+    if page is not None:
+        _write(page, html_page(job, lines))
     if arguments.json:
         _out(_json_line(job.record().to_dict()))
     elif arguments.several:  # each table under its file's name, as head(1) shows several files
@@ -210,14 +247,18 @@ def _plan(arguments: argparse.Namespace, name: str) -> int:
 
 
 def _compact(arguments: argparse.Namespace, name: str) -> int:
+    target = None
+    if arguments.output:
+        target = _target(arguments.output, name, None, several=arguments.several)
+        _refuse_overwriting(name, target, "-o")
     job = _job(arguments, name)
     code = _outcome(job)
     if code != OK:
         return code
     messages, _ = job.apply()
     text = job.conversation.reshaped(messages)
-    if arguments.output:
-        _write(_target(arguments.output, name, None, several=arguments.several), text)
+    if target is not None:
+        _write(target, text)
     else:
         _out(text)
     _note(summary_line(job, len(messages)))
@@ -231,6 +272,7 @@ def _verify(arguments: argparse.Namespace, name: str) -> int:
         protected_recent_turns=record.budget.protected_recent_turns,
         keep_first=record.keep_first or 0,
         tokenizer=record.tokenizer or "chars",
+        max_result_tokens=record.budget.max_result_tokens,
     )
     job = Job.prepare(read(name, record.format), settings, plan=False)
     outcome = verify(record, job.transcript, rebuilt_policy(record, job.estimator))
@@ -247,14 +289,24 @@ def _verify(arguments: argparse.Namespace, name: str) -> int:
 def _record(path: str) -> CompactionRecord:
     """Read the record file ``path`` (the output of ``cutctx plan --json``)."""
     text = read_text(path)
+    not_one = f"{path}: not a record (cutctx plan --json writes one)"
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise CliError(f"{path}: invalid JSON: {error}") from None
+        raise CliError(f"{not_one}: invalid JSON: {error}") from None
+    except RecursionError:
+        raise CliError(f"{not_one}: the JSON is nested too deeply to read") from None
+    if not isinstance(data, dict):
+        raise CliError(f"{not_one}: it is a JSON {_JSON_TYPES.get(type(data), 'value')}")
+    if "schema_version" not in data:  # a conversation, a request body: not a version problem
+        raise CliError(f"{not_one}: it has no schema_version")
     try:
         return CompactionRecord.from_dict(data)
     except SuiteError as error:
-        raise CliError(f"{path}: not a cutctx record: {error}") from None
+        raise CliError(f"{not_one}: {error}") from None
+
+
+_JSON_TYPES: Final = {list: "array", str: "string", int: "number", float: "number"}
 
 
 def _stats(arguments: argparse.Namespace, name: str) -> int:
@@ -303,15 +355,28 @@ def _target(out: str, name: str, suffix: str | None, *, several: bool) -> Path:
     return path
 
 
+def _refuse_overwriting(name: str, target: Path, option: str) -> None:
+    """Refuse an output that is the input itself (by name, link or hard link): it would be lost."""
+    if name == "-" or not target.exists():
+        return
+    try:
+        same = target.samefile(name)
+    except OSError:  # the input cannot be looked at: reading it reports why
+        return
+    if same:
+        raise CliError(f"{name}: {option} {target} is the input itself; write it elsewhere")
+
+
 def _write(path: Path, text: str) -> None:
     try:
-        path.write_text(text, encoding="utf-8")
+        path.write_bytes(utf8(text))
     except OSError as error:
         raise CliError(f"{path}: cannot write: {error.strerror or error}") from None
 
 
 def _out(text: str) -> None:
-    sys.stdout.write(text)
+    """Write ``text`` on standard output, a lone surrogate in it as its JSON escape (``utf8``)."""
+    sys.stdout.write(utf8(text).decode("utf-8"))
 
 
 def _note(line: str) -> None:

@@ -1,7 +1,11 @@
 """Reading what the command line is given: files, folders, standard input, JSON and JSONL.
 
 An input is a list of messages (JSON, or JSONL with one message per line) or a request body
-holding them (``{"model", "messages", ...}`` or a Responses body with ``"input"``). The format is
+holding them (``{"model", "messages", ...}`` or a Responses body with ``"input"``). A
+framework's messages are objects: a LangChain file is the list
+``langchain_core.messages.messages_to_dict`` writes, a Pydantic AI file the list
+``pydantic_ai.messages.ModelMessagesTypeAdapter`` writes in JSON mode; each framework is
+imported only when ``--format`` names it (an optional extra). The format is
 taken from ``--format`` or detected by the rules of ``cutctx.formats._detect`` (documented in
 docs/cli.md). Nothing here plans: it returns a ``Conversation`` that knows how to put compacted
 messages back into the shape it came in.
@@ -13,15 +17,21 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final, get_args
 
-from cutctx.formats import NAMES, Format, resolve
+from baseaicore import SuiteError
+
+from cutctx._cli.frameworks import Codec, codec_of
+from cutctx.formats import FormatName, resolve
 from cutctx.formats._detect import detect
+
+if TYPE_CHECKING:
+    from cutctx.formats import Format
 
 __all__ = ["FORMATS", "CliError", "Conversation", "expand", "read", "read_text"]
 
-FORMATS = NAMES
-"""The names ``--format`` takes: the built-in formats'."""
+FORMATS: Final[tuple[str, ...]] = get_args(FormatName.__value__)
+"""The names ``--format`` takes: every format ``cutctx.formats.resolve`` knows by name."""
 
 
 class CliError(Exception):
@@ -30,6 +40,15 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = 2) -> None:
         super().__init__(message)
         self.code = code
+
+
+def _format(name: str, fmt: str) -> tuple[Format[Any], Codec | None]:
+    """Return the format ``--format fmt`` names and its codec (a missing extra is one line)."""
+    try:
+        chosen = resolve(fmt)
+        return chosen, codec_of(chosen)
+    except ImportError as missing:
+        raise CliError(f"{name}: --format {fmt}: {missing}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,15 +61,18 @@ class Conversation:
     """
 
     name: str
-    messages: list[dict[str, Any]]
+    messages: list[Any]
     format: Format[Any]
     body: dict[str, Any] | None = None
     key: str = "messages"
     system: Any = None
     jsonl: bool = False
+    codec: Codec | None = None
 
-    def reshaped(self, messages: list[dict[str, Any]]) -> str:
+    def reshaped(self, messages: list[Any]) -> str:
         """Return ``messages`` as the text of a file of this conversation's own shape."""
+        if self.codec is not None:
+            messages = self.codec.dump(messages)
         if self.jsonl:
             return "".join(_dumps(message) + "\n" for message in messages)
         if self.body is None:
@@ -133,9 +155,12 @@ def _lines(name: str, text: str) -> list[Any]:
 
 
 def _conversation(name: str, data: object, fmt: str | None, *, jsonl: bool) -> Conversation:
+    given, codec = _format(name, fmt) if fmt is not None else (None, None)
+    if given is not None and codec is not None:
+        return _objects(name, data, given, codec, jsonl=jsonl)
     if isinstance(data, list):
         messages: list[Any] = data
-        chosen = resolve(fmt) if fmt else detect(messages, None)
+        chosen = given or detect(messages, None)
         return Conversation(name, messages, chosen, jsonl=jsonl)
     if isinstance(data, dict) and not jsonl:
         for key in ("messages", "input"):
@@ -146,7 +171,7 @@ def _conversation(name: str, data: object, fmt: str | None, *, jsonl: bool) -> C
                         f"{name}: the request body's {key!r} must be a list of messages, "
                         f"got {type(messages).__name__}"
                     )
-                chosen = resolve(fmt) if fmt else detect(messages, data)
+                chosen = given or detect(messages, data)
                 field = chosen.system_field  # Chat Completions keeps its system in the list
                 system = data.get(field) if field is not None else None
                 return Conversation(name, messages, chosen, data, key, system)
@@ -154,6 +179,25 @@ def _conversation(name: str, data: object, fmt: str | None, *, jsonl: bool) -> C
         f"{name}: expected a list of messages or a request body with 'messages' or 'input', "
         f"got {type(data).__name__}"
     )
+
+
+def _objects(
+    name: str, data: object, fmt: Format[Any], codec: Codec, *, jsonl: bool
+) -> Conversation:
+    """Return the conversation of a framework's file: a list of its serialized messages."""
+    if not isinstance(data, list):
+        raise CliError(
+            f"{name}: --format {fmt.name} reads a list of messages as {codec.writer} writes "
+            f"them, got {type(data).__name__}"
+        )
+    try:
+        messages = codec.load(data)
+    except (SuiteError, ValueError, TypeError, KeyError) as error:  # pydantic's is a ValueError
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise CliError(
+            f"{name}: not {fmt.name} messages as {codec.writer} writes them: {reason:.160}"
+        ) from None
+    return Conversation(name, messages, fmt, jsonl=jsonl, codec=codec)
 
 
 def _dumps(value: object) -> str:

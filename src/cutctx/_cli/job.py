@@ -8,6 +8,7 @@ every policy keeps them.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -23,7 +24,9 @@ from cutctx._loop.compact import (
     pin_first_messages,
     priority_policy,
 )
+from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
+from cutctx._policies.excerpting import ExcerptingPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 
 if TYPE_CHECKING:
@@ -59,6 +62,7 @@ class Settings:
     keep_first: int = 1
     policy: str = "default"
     tokenizer: str = "chars"
+    max_result_tokens: int | None = None
 
 
 def load_tokenizer(name: str) -> TokenEstimator:
@@ -78,7 +82,8 @@ def load_tokenizer(name: str) -> TokenEstimator:
         import tiktoken  # noqa: PLC0415 - an optional extra, loaded only when asked for
     except ImportError:
         raise CliError(
-            f"the tokenizer {name!r} needs tiktoken: pip install 'cutctx[tiktoken]' "
+            f"the tokenizer {name!r} needs tiktoken: in a cutctx checkout, "
+            "pip install '.[tiktoken]' "
             "(or use --tokenizer chars)"
         ) from None
     try:
@@ -96,20 +101,30 @@ def load_tokenizer(name: str) -> TokenEstimator:
 
 
 def build_policy(
-    name: str, estimator: TokenEstimator, transcript: Transcript | None = None
+    name: str,
+    estimator: TokenEstimator,
+    transcript: Transcript | None = None,
+    *,
+    max_result_tokens: int | None = None,
 ) -> CompactionPolicy:
     """Return the policy ``--policy name`` asks for, pricing stubs with ``estimator``.
 
-    ``default`` for a ``transcript`` that has priorities is priority mode, as in
-    ``compact_messages``.
+    ``default`` is what ``compact_messages`` plans with: for a ``transcript`` that has
+    priorities, priority mode; otherwise its default chain, with ``max_result_tokens`` led by
+    an ``ExcerptingPolicy``. Any other choice with ``max_result_tokens`` is led by one too.
     """
+    if name == "default" and not (transcript is not None and is_prioritized(transcript)):
+        return default_messages_policy(estimator=estimator, max_result_tokens=max_result_tokens)
+    chosen: CompactionPolicy
     if name == "mask":
-        return ObservationMaskingPolicy(estimator=estimator)
-    if name == "drop":
-        return DropOldestPolicy()
-    if name == "priority" or (transcript is not None and is_prioritized(transcript)):
-        return priority_policy(estimator)
-    return default_messages_policy(estimator=estimator)
+        chosen = ObservationMaskingPolicy(estimator=estimator)
+    elif name == "drop":
+        chosen = DropOldestPolicy()
+    else:
+        chosen = priority_policy(estimator)
+    if max_result_tokens is None or name == "default":  # priority mode, as compact_messages
+        return chosen
+    return PolicyChain((ExcerptingPolicy(estimator=estimator), chosen))
 
 
 def rebuilt_policy(record: CompactionRecord, estimator: TokenEstimator) -> CompactionPolicy | None:
@@ -121,7 +136,7 @@ def rebuilt_policy(record: CompactionRecord, estimator: TokenEstimator) -> Compa
     if isinstance(estimator, CharRatioEstimator):
         return None
     for choice in POLICIES:
-        policy = build_policy(choice, estimator)
+        policy = build_policy(choice, estimator, max_result_tokens=record.budget.max_result_tokens)
         if (policy.name, policy.version) == (record.policy_name, record.policy_version):
             return policy
     return None
@@ -163,11 +178,20 @@ class Job:
         )
         transcript = pin_first_messages(transcript, binding, settings.keep_first)
         # As compact_messages: the messages' budget leaves room for the request's overhead.
-        budget = CompactionBudget(settings.max_tokens, settings.protected_recent_turns)
+        budget = CompactionBudget(
+            settings.max_tokens,
+            settings.protected_recent_turns,
+            max_result_tokens=settings.max_result_tokens,
+        )
         if fmt.request_overhead(estimator):
             room = max(0, budget.max_tokens - fmt.request_overhead(estimator))
-            budget = CompactionBudget(room, settings.protected_recent_turns)
-        policy = build_policy(settings.policy, estimator, transcript)
+            budget = dataclasses.replace(budget, max_tokens=room)
+        policy = build_policy(
+            settings.policy,
+            estimator,
+            transcript,
+            max_result_tokens=settings.max_result_tokens,
+        )
         decided = policy.decide(transcript, budget) if plan else None
         return cls(conversation, settings, estimator, transcript, binding, budget, policy, decided)
 

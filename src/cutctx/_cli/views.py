@@ -1,8 +1,7 @@
-"""What the command line shows: the plan table, the HTML strip and the token statistics."""
+"""What the command line shows: the plan table and the token statistics (the page: ``page``)."""
 
 from __future__ import annotations
 
-import html
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -16,16 +15,27 @@ if TYPE_CHECKING:
     from cutctx._cli.job import Job
     from cutctx._core.values import TranscriptTurn
 
-__all__ = ["Row", "html_page", "rows", "stats_data", "stats_text", "summary_line", "table"]
+__all__ = [
+    "COLOURS",
+    "VERBS",
+    "Row",
+    "content_tokens",
+    "rows",
+    "shown_tokens",
+    "stats_data",
+    "stats_text",
+    "summary_line",
+    "table",
+]
 
-_COLOURS: Final = {
+COLOURS: Final = {
     Action.KEEP: "#4c9a5f",
     Action.MASK: "#d9a441",
     Action.SUMMARIZE: "#5b7fc7",
     Action.DROP: "#c75b5b",
     Action.EXCERPT: "#a06cc0",
 }
-_VERBS: Final = {
+VERBS: Final = {
     Action.KEEP: "keep",
     Action.MASK: "mask",
     Action.SUMMARIZE: "summarize",
@@ -84,7 +94,9 @@ def table(job: Job, lines: Sequence[Row]) -> str:
     """Return the plan as a text table and its before/after totals."""
     plan = job.decided
     header = ("index", "role", "tokens", "action", "reason")
-    cells = [(row.index, row.role, _tokens(row), _VERBS[row.action], row.reason) for row in lines]
+    cells = [
+        (row.index, row.role, shown_tokens(row), VERBS[row.action], row.reason) for row in lines
+    ]
     widths = [max([len(header[i]), *(len(cell[i]) for cell in cells)]) for i in range(4)]
     out = []
     for cell in [header, *cells]:
@@ -109,7 +121,8 @@ def table(job: Job, lines: Sequence[Row]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _tokens(row: Row) -> str:
+def shown_tokens(row: Row) -> str:
+    """Return a row's tokens as shown: ``before->after`` for a turn sent with a new body."""
     if row.action in _REPLACES:
         return f"{row.tokens}->{row.after}"
     return str(row.tokens)
@@ -147,79 +160,6 @@ def summary_line(job: Job, messages_after: int) -> str:
     )
 
 
-def html_page(job: Job, lines: Sequence[Row]) -> str:
-    """Return a self-contained page: the conversation as a strip of blocks sized by tokens.
-
-    Every block starts from no width (``flex-basis:0``) and takes a share of the strip in
-    proportion to its tokens (``flex-grow``), so widths compare as token counts do; a block is
-    at least 6 px wide, so the smallest turn still shows.
-    """
-    plan = job.decided
-    title = f"cutctx plan: {job.conversation.name}"
-    blocks = []
-    for row in lines:
-        label = f"{row.turn_id} · {row.role} · {_tokens(row)} tokens · {_VERBS[row.action]}"
-        blocks.append(
-            f'<div class="turn {row.action.value}" style="flex-grow:{max(row.tokens, 1)}" '
-            f'title="{html.escape(label + " — " + row.reason)}">'
-            f"<b>{html.escape(row.turn_id)}</b><span>{html.escape(row.role)}</span>"
-            f"<span>{row.tokens}</span></div>"
-        )
-    table_rows = "".join(
-        f'<tr class="{row.action.value}"><td>{html.escape(row.index)}</td>'
-        f"<td>{html.escape(row.turn_id)}</td><td>{html.escape(row.role)}</td>"
-        f"<td>{_tokens(row)}</td><td>{_VERBS[row.action]}</td><td>{html.escape(row.reason)}</td></tr>"
-        for row in lines
-    )
-    # The excerpt key and colour appear only on a page that has an excerpt: every other page
-    # stays as it was before excerpts existed.
-    shown = [
-        action
-        for action in Action
-        if action is not Action.EXCERPT or any(row.action is action for row in lines)
-    ]
-    legend = "".join(
-        f'<span class="key {action.value}">{_VERBS[action]}</span>' for action in shown
-    )
-    colours = "".join(f".{action.value}{{background:{_COLOURS[action]}}}" for action in shown)
-    if Action.EXCERPT in shown:
-        colours += "tr.excerpt{color:#fff}"
-    facts = " &middot; ".join(
-        html.escape(fact)
-        for fact in (
-            f"{plan.tokens_before} tokens before",
-            f"{plan.tokens_after_estimate} after",
-            f"budget {job.budget.max_tokens}",
-            f"policy {plan.policy_name}@{plan.policy_version}",
-            f"tokenizer {job.settings.tokenizer}",
-            f"format {job.conversation.format.name}",
-            f"plan sha256 {plan.plan_hash()}",
-        )
-    )
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>
-body{{font:14px system-ui,sans-serif;margin:2em;color:#222}}
-.strip{{display:flex;gap:2px;height:110px;margin:1em 0}}
-.turn{{flex-basis:0;min-width:6px;overflow:hidden;color:#fff;padding:3px 0;font-size:11px;
-display:flex;flex-direction:column;border-radius:3px}}
-.turn b,.turn span{{padding:0 3px;white-space:nowrap}}.turn span{{opacity:.85}}
-.key{{color:#fff;padding:2px 8px;margin-right:6px;border-radius:3px}}
-table{{border-collapse:collapse}}td,th{{padding:2px 8px;text-align:left}}
-tr.keep{{background:#fff}}tr td:nth-child(4){{text-align:right}}
-tr.mask,tr.summarize,tr.drop{{color:#fff}}
-{colours}
-</style></head><body>
-<h1>{html.escape(title)}</h1>
-<p>{facts}</p>
-<p>{legend}</p>
-<div class="strip">{"".join(blocks)}</div>
-<table><thead><tr><th>index</th><th>id</th><th>role</th><th>tokens</th><th>action</th><th>reason</th></tr></thead>
-<tbody>{table_rows}</tbody></table>
-</body></html>
-"""
-
-
 KINDS: Final = (
     "system prompt",
     "user text",
@@ -234,21 +174,25 @@ def stats_data(job: Job) -> dict[str, Any]:
     """Return the figures ``stats`` shows, as plain JSON data (the keys are in docs/cli.md).
 
     ``by_role`` follows the roles' order, ``by_tool`` the most tokens first (then the name),
-    ``by_kind`` the kinds' order; a role, tool or kind with nothing is left out.
+    ``by_kind`` the kinds' order; a role, tool or kind with nothing is left out. The figures are
+    the conversation's content, as the format's ``count_tokens`` counts it: a reserve the
+    transcript holds for the planner (Anthropic's room for a filler message) is not content, and
+    a request-level turn that holds nothing but a reserve is not shown.
     """
-    turns = job.transcript.turns
+    content = content_tokens(job)
+    turns = [turn for turn in job.transcript.turns if turn.turn_id in content]
     by_role: dict[str, list[int]] = {}
     for turn in turns:
         counts = by_role.setdefault(turn.role.value, [0, 0])
         counts[0] += 1
-        counts[1] += turn.token_estimate
-    tools, kinds = _tools_and_kinds(job)
+        counts[1] += content[turn.turn_id]
+    tools, kinds = _tools_and_kinds(job, content)
     return {
         "name": job.conversation.name,
         "format": job.conversation.format.name,
         "tokenizer": job.settings.tokenizer,
         "turns": len(turns),
-        "tokens": job.transcript.token_estimate(),
+        "tokens": sum(content.values()),
         "by_role": [
             {"role": role.value, "turns": by_role[role.value][0], "tokens": by_role[role.value][1]}
             for role in Role
@@ -312,7 +256,44 @@ def _share(tokens: int, total: int) -> str:
     return f"{100 * tokens / total:.1f} %" if total else "-"
 
 
-def _tools_and_kinds(job: Job) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+def content_tokens(job: Job) -> dict[str, int]:
+    """Return each turn's content tokens, by turn id, without the reserves the planner holds.
+
+    The reserves are what the transcript prices beyond the format's ``count_tokens``: the head's
+    (its price with no system text: ``Format.head(None)``) and then, where any remain, each
+    message's own (its price as a transcript turn over its ``count_tokens`` alone). A head turn
+    left with nothing (no system text) is left out.
+    """
+    fmt = job.conversation.format
+    estimator = job.estimator
+    reserve = sum(turn.token_estimate for turn in fmt.head(None, estimator=estimator))
+    sent = fmt.count_tokens(
+        job.conversation.messages, estimator=estimator, system=job.conversation.system
+    )
+    empty = fmt.count_tokens([], estimator=estimator)
+    content: dict[str, int] = {}
+    for turn in job.transcript.turns:
+        if job.binding.parts[turn.turn_id].index >= 0:
+            content[turn.turn_id] = turn.token_estimate
+        elif turn.token_estimate > reserve or turn.content:
+            content[turn.turn_id] = max(0, turn.token_estimate - reserve)
+    left = sum(content.values()) - (sent - fmt.request_overhead(estimator))
+    for turn in job.transcript.turns:  # reserves on messages (Anthropic's before a thinking turn)
+        if left <= 0:
+            break
+        part = job.binding.parts[turn.turn_id]
+        if part.index < 0 or part.siblings != 1:
+            continue
+        alone = fmt.count_tokens([job.conversation.messages[part.index]], estimator=estimator)
+        extra = min(left, max(0, turn.token_estimate - (alone - empty)))
+        content[turn.turn_id] -= extra
+        left -= extra
+    return content
+
+
+def _tools_and_kinds(
+    job: Job, content: dict[str, int]
+) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
     """Attribute tokens to tools (calls and results) and to kinds of content."""
     fmt = job.conversation.format
     messages = job.conversation.messages
@@ -324,25 +305,26 @@ def _tools_and_kinds(job: Job) -> tuple[dict[str, list[int]], dict[str, list[int
         kinds[kind][1] += tokens
 
     for turn in job.transcript.turns:
+        if turn.turn_id not in content:
+            continue
+        tokens_in = content[turn.turn_id]
         part = job.binding.parts[turn.turn_id]
         message: dict[str, Any] = messages[part.index] if part.index >= 0 else {}
         if turn.role is Role.SYSTEM:
-            add("system prompt", turn.token_estimate)
+            add("system prompt", tokens_in)
         elif turn.role is Role.TOOL:
             name = turn.metadata.get(TOOL_NAME_METADATA, "(unknown)")
-            tools[name][1] += turn.token_estimate
-            add("tool results", turn.token_estimate)
+            tools[name][1] += tokens_in
+            add("tool results", tokens_in)
         elif turn.role is Role.USER:
-            add("user text", turn.token_estimate)
+            add("user text", tokens_in)
         else:
-            calls, thoughts = fmt.pieces(
-                message, estimator=job.estimator, tokens=turn.token_estimate
-            )
+            calls, thoughts = fmt.pieces(message, estimator=job.estimator, tokens=tokens_in)
             for name, tokens in calls:
                 tools[name][0] += 1
                 tools[name][1] += tokens
             called = sum(tokens for _, tokens in calls)
-            rest = turn.token_estimate - called - thoughts
+            rest = tokens_in - called - thoughts
             if called:
                 add("tool calls", called)
             if thoughts:

@@ -34,7 +34,8 @@ try:
     )
 except ImportError as missing:  # the extra is not installed: say which one
     raise ImportError(
-        'cutctx.formats.langchain needs LangChain: pip install "cutctx[langchain]"'
+        "cutctx.formats.langchain needs LangChain: in a cutctx checkout, "
+        'pip install ".[langchain]" (cutctx 0.1.1 is not on PyPI yet; see its README)'
     ) from missing
 
 from cutctx.formats._common import fail, shown, stub_content, summary_text

@@ -55,7 +55,8 @@ try:
     )
 except ImportError as missing:  # the extra is not installed: say which one
     raise ImportError(
-        'cutctx.formats.pydantic_ai needs Pydantic AI: pip install "cutctx[pydantic-ai]"'
+        "cutctx.formats.pydantic_ai needs Pydantic AI: in a cutctx checkout, "
+        'pip install ".[pydantic-ai]" (cutctx 0.1.1 is not on PyPI yet; see its README)'
     ) from missing
 
 from cutctx.formats._common import fail, summary_text

@@ -33,7 +33,8 @@ try:
     from langgraph.types import Command
 except ImportError as missing:  # the extra is not installed: say which one
     raise ImportError(
-        'cutctx.integrations.langchain needs LangChain 1.x: pip install "cutctx[langchain]"'
+        "cutctx.integrations.langchain needs LangChain 1.x: in a cutctx checkout, "
+        'pip install ".[langchain]" (cutctx 0.1.1 is not on PyPI yet; see its README)'
     ) from missing
 
 from cutctx.formats.langchain import LANGCHAIN

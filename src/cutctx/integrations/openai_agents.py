@@ -23,8 +23,8 @@ try:
     from agents.run_config import ModelInputData
 except ImportError as missing:  # the extra is not installed: say which one
     raise ImportError(
-        "cutctx.integrations.openai_agents needs the OpenAI Agents SDK: "
-        'pip install "cutctx[openai-agents]"'
+        "cutctx.integrations.openai_agents needs the OpenAI Agents SDK: in a cutctx checkout, "
+        'pip install ".[openai-agents]" (cutctx 0.1.1 is not on PyPI yet; see its README)'
     ) from missing
 
 from cutctx.formats import OPENAI_RESPONSES

@@ -23,7 +23,8 @@ try:
     from pydantic_ai.capabilities import AbstractCapability
 except ImportError as missing:  # the extra is not installed: say which one
     raise ImportError(
-        'cutctx.integrations.pydantic_ai needs Pydantic AI 2.x: pip install "cutctx[pydantic-ai]"'
+        "cutctx.integrations.pydantic_ai needs Pydantic AI 2.x: in a cutctx checkout, "
+        'pip install ".[pydantic-ai]" (cutctx 0.1.1 is not on PyPI yet; see its README)'
     ) from missing
 
 from cutctx.formats.pydantic_ai import PYDANTIC_AI

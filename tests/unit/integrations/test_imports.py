@@ -53,12 +53,12 @@ class TestOptionalFrameworks:
     @pytest.mark.parametrize(
         ("module", "missing", "extra"),
         [
-            ("cutctx.formats.langchain", "langchain_core", "cutctx[langchain]"),
-            ("cutctx.formats.pydantic_ai", "pydantic_ai", "cutctx[pydantic-ai]"),
-            ("cutctx.integrations.langchain", "langchain", "cutctx[langchain]"),
-            ("cutctx.integrations.langchain", "langgraph", "cutctx[langchain]"),
-            ("cutctx.integrations.openai_agents", "agents", "cutctx[openai-agents]"),
-            ("cutctx.integrations.pydantic_ai", "pydantic_ai", "cutctx[pydantic-ai]"),
+            ("cutctx.formats.langchain", "langchain_core", ".[langchain]"),
+            ("cutctx.formats.pydantic_ai", "pydantic_ai", ".[pydantic-ai]"),
+            ("cutctx.integrations.langchain", "langchain", ".[langchain]"),
+            ("cutctx.integrations.langchain", "langgraph", ".[langchain]"),
+            ("cutctx.integrations.openai_agents", "agents", ".[openai-agents]"),
+            ("cutctx.integrations.pydantic_ai", "pydantic_ai", ".[pydantic-ai]"),
         ],
     )
     def test_a_module_without_its_framework_names_the_extra(
