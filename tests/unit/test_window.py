@@ -1303,3 +1303,68 @@ class TestAFailedStep:
                 got = window.prepare(history)  # the same history again, the summarizer back
             assert got == expected
         assert failed, "the session must compact with a summary"
+
+
+def react_history(steps: int, lines: int = 60) -> list[dict[str, Any]]:
+    """A ReAct agent on a model without tool calls: each observation is a user message."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "Think, then act; the observation comes back to you."},
+        {"role": "user", "content": "Question: which test fails and why?"},
+    ]
+    for step in range(steps):
+        history.append(
+            {"role": "assistant", "content": f"Thought: step {step}.\nAction: run[{step}]"}
+        )
+        body = "".join(f"fact {step}.{n}: value {n * step}\n" for n in range(lines))
+        history.append({"role": "user", "content": f"Observation: {body}"})
+    return history
+
+
+def observed(message: dict[str, Any]) -> bool:
+    return str(message["content"]).startswith("Observation:")
+
+
+class TestObservations:
+    def test_observations_are_masked_not_dropped_and_the_question_is_kept(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, observation=observed, keep_first=1)
+        history = react_history(30)
+        for end in range(4, len(history) + 1, 2):
+            request = window.prepare(history[:end])
+            assert openai_chat.count_tokens(request) <= 3000
+        last = window.last
+        assert last is not None
+        assert last.report.masked_turn_ids
+        assert request[1] is history[1]  # the question: an unmarked user message, as given
+        assert request[-1] is history[-1]
+
+    def test_a_masked_observation_can_be_recalled(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, observation=observed, recall=True)
+        history = react_history(30)
+        request = window.prepare(history)
+        stub = next(m["content"] for m in request if "sha256:" in str(m["content"]))
+        digest = stub.split("sha256:")[1][:64]
+        page = window.recall({"sha256": digest})
+        assert "fact" in page
+        assert any(page.split("\n")[0] in m["content"] for m in history if observed(m))
+
+    def test_a_state_made_with_observation_needs_it_again_and_continues(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, observation=observed)
+        history = react_history(30)
+        window.prepare(history[:40])
+        state = json.loads(json.dumps(window.state()))
+        with pytest.raises(ValidationError, match="observation"):
+            ContextWindow.from_state(state)
+        restored = ContextWindow.from_state(state, observation=observed)
+        assert restored.prepare(history) == window.prepare(history)
+
+    def test_a_one_argument_and_a_two_argument_callable_mark_the_same_messages(self) -> None:
+        history = react_history(20)
+        one = ContextWindow("openai_chat", max_tokens=3000, observation=observed)
+        two = ContextWindow(
+            "openai_chat", max_tokens=3000, observation=lambda _index, message: observed(message)
+        )
+        assert one.prepare(history) == two.prepare(history)
+
+    def test_an_observation_that_is_not_callable_is_refused(self) -> None:
+        with pytest.raises(ValidationError, match="observation must be callable"):
+            ContextWindow("openai_chat", max_tokens=3000, observation=True)  # type: ignore[arg-type]
