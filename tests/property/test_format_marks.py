@@ -98,7 +98,7 @@ class TestMessageMarks:
         unmarked, _ = fmt.module.to_transcript([plain(message) for message in messages])
         for turn, bare in zip(transcript.turns, unmarked.turns, strict=True):
             part = binding.parts[turn.turn_id]
-            if part.index < 0:
+            if part.index is None:
                 continue
             source = messages[part.index]
             assert turn.pinned == (bare.pinned or source.get("sticky") is True)

@@ -24,7 +24,10 @@ From ``baseaicore`` (the one runtime dependency) only its error classes and its 
 helpers may be imported: it also ships a clock and an id generator, which the core must not use.
 
 The framework formats and integrations may import their own framework, and only theirs
-(``FRAMEWORKS``): importing them is what they are for, and ``cutctx`` never imports them.
+(``FRAMEWORKS``): importing them is what they are for, and ``cutctx`` never imports them. The
+format registry, ``cutctx.formats._registry``, may import ``importlib.metadata`` (``REGISTRY``):
+finding the formats installed packages declare as entry points reads their metadata files, and
+it does so only for a format name that is not a built-in one.
 
 Exempt: the command line, ``cutctx._cli`` and ``cutctx.__main__``. It reads and writes files and
 standard streams by design, and it is an edge over the library, not part of it: the library never
@@ -81,6 +84,9 @@ FRAMEWORKS = {
     "cutctx.integrations.pydantic_ai": frozenset({"pydantic_ai"}),
 }
 COMMAND_LINE = ("cutctx._cli", "cutctx.__main__")
+# The format registry reads installed packages' entry points (their metadata files): the one
+# place the library looks at the world, only for a format name that is none of its own.
+REGISTRY = {"cutctx.formats._registry": frozenset({"importlib.metadata"})}
 CORE = frozenset(
     {
         "cutctx",
@@ -151,6 +157,8 @@ def impurities(
                 problems.append(f"{module}:{line} imports {DEPENDENCY} whole")
         elif top in FRAMEWORKS.get(module, frozenset()):
             return  # a framework module's own framework
+        elif name in REGISTRY.get(module, frozenset()):
+            return  # the registry's entry points
         elif name not in ALLOWED_MODULES:
             problems.append(f"{module}:{line} imports {name}")
 

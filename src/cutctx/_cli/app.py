@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NoReturn
 
-from baseaicore import SuiteError
+from baseaicore import SuiteError, ValidationError
 
 from cutctx._audit.explain import explain
 from cutctx._audit.records import CompactionRecord
@@ -26,6 +26,7 @@ from cutctx._cli.views import rows, stats_data, stats_text, summary_line, table
 from cutctx._core.digest import utf8
 from cutctx._core.errors import BudgetUnsatisfiable
 from cutctx._version import __version__
+from cutctx.formats import resolve
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -59,7 +60,11 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     )
     reading = _Parser(add_help=False)  # how the file is read and priced: every command but verify
     reading.add_argument(
-        "--format", choices=FORMATS, help="the messages' format (detected when omitted)"
+        "--format",
+        type=_format_name,
+        metavar="FORMAT",
+        help=f"the messages' format: {', '.join(FORMATS)} or one an installed package "
+        "registers (detected when omitted)",
     )
     reading.add_argument(
         "--tokenizer",
@@ -389,3 +394,14 @@ def _note(line: str) -> None:
 def _fail(message: str, code: int) -> int:
     _note(f"cutctx: error: {message}")
     return code
+
+
+def _format_name(name: str) -> str:
+    """Accept a format's name: a built-in one or one an installed package registers."""
+    if name in FORMATS:  # a framework's is resolved later, with its extra's message if missing
+        return name
+    try:
+        resolve(name)
+    except ValidationError as error:
+        raise argparse.ArgumentTypeError(error.message.removeprefix("format: ")) from None
+    return name

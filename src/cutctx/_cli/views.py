@@ -273,7 +273,7 @@ def content_tokens(job: Job) -> dict[str, int]:
     empty = fmt.count_tokens([], estimator=estimator)
     content: dict[str, int] = {}
     for turn in job.transcript.turns:
-        if job.binding.parts[turn.turn_id].index >= 0:
+        if job.binding.parts[turn.turn_id].index is not None:
             content[turn.turn_id] = turn.token_estimate
         elif turn.token_estimate > reserve or turn.content:
             content[turn.turn_id] = max(0, turn.token_estimate - reserve)
@@ -282,7 +282,7 @@ def content_tokens(job: Job) -> dict[str, int]:
         if left <= 0:
             break
         part = job.binding.parts[turn.turn_id]
-        if part.index < 0 or part.siblings != 1:
+        if part.index is None or part.siblings != 1:
             continue
         alone = fmt.count_tokens([job.conversation.messages[part.index]], estimator=estimator)
         extra = min(left, max(0, turn.token_estimate - (alone - empty)))
@@ -309,7 +309,7 @@ def _tools_and_kinds(
             continue
         tokens_in = content[turn.turn_id]
         part = job.binding.parts[turn.turn_id]
-        message: dict[str, Any] = messages[part.index] if part.index >= 0 else {}
+        message: dict[str, Any] = messages[part.index] if part.index is not None else {}
         if turn.role is Role.SYSTEM:
             add("system prompt", tokens_in)
         elif turn.role is Role.TOOL:

@@ -22,7 +22,7 @@ from cutctx._core.values import Action, Transcript, TurnReplacement, group_id_fo
 from cutctx._loop.compact import CompactedMessages, priority_policy
 from cutctx._loop.decisions import Decisions, Summary
 from cutctx._loop.fingerprint import Fingerprint
-from cutctx._loop.ledger import REQUEST_TURN_ID
+from cutctx._loop.ledger import REQUEST_TURN_ID, Reading
 from cutctx._loop.settings import Settings
 from cutctx._policies.draft import estimator_marks
 from cutctx.formats import resolve
@@ -61,6 +61,7 @@ class Saved:
     planned_by: str
     last: int | None
     stats: dict[str, int]
+    reading: Reading | None = None
     resumed: bool = False
 
 
@@ -94,6 +95,7 @@ def encode(window: ContextWindow) -> dict[str, Any]:
         "head": [turn.token_estimate for turn in ledger.head if turn.turn_id != REQUEST_TURN_ID],
         "prices": ledger.prices(),
         "firsts": ledger.firsts,
+        "reading": _reading_of(window, saved),
         "decisions": decisions,
         "request": [_literal(item) for item in request.recipe],
         "costs": list(request.costs),
@@ -110,6 +112,12 @@ def encode(window: ContextWindow) -> dict[str, Any]:
             "stable_prefix_tokens": window._stats.stable_prefix_tokens,
         },
     }
+
+
+def _reading_of(window: ContextWindow, saved: Saved | None) -> list[Any] | None:
+    """The format's reader state after the messages it settled, with their count."""
+    reading = saved.reading if saved is not None and not saved.resumed else window._ledger.reading
+    return None if reading is None or reading.state is None else [reading.count, reading.state]
 
 
 def _named(policy: object) -> str:
@@ -206,6 +214,7 @@ def decode(
             str(data["planned_by"]),
             data["last"],
             {key: int(value) for key, value in data["stats"].items()},
+            _reading(data.get("reading")),
         )
         window._stats = type(window._stats)(**window._saved.stats)
     except (KeyError, TypeError, ValueError, AttributeError) as error:
@@ -214,6 +223,15 @@ def decode(
             details={"field": "state"},
         ) from None
     return window
+
+
+def _reading(value: object) -> Reading | None:
+    """Read a state's ``reading`` (``None``: the format reads the held messages again)."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != 2 or not isinstance(value[1], dict):
+        raise TypeError("reading")
+    return Reading(int(value[0]), value[1])
 
 
 def _loaded(state: object) -> dict[str, Any]:
@@ -295,7 +313,7 @@ def resume(window: ContextWindow, history: Sequence[Any]) -> None:
         window._stats = type(window._stats)(**{**saved.stats, "resets": saved.stats["resets"] + 1})
         return
     saved.resumed = True
-    window._ledger.restore(history, saved.count, saved.prices, saved.firsts, made)
+    window._ledger.restore(history, saved.count, saved.prices, saved.firsts, made, saved.reading)
     if window._recall is not None:
         window._recall.complete = False
     window._view = None

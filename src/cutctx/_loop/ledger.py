@@ -13,19 +13,20 @@ import dataclasses
 import operator
 from typing import TYPE_CHECKING, Any
 
+from baseaicore import ValidationError
+
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.values import Role, TranscriptTurn
 from cutctx._loop.fingerprint import Fingerprint
-from cutctx.formats import Binding
-from cutctx.formats._common import Part
+from cutctx.formats import Binding, Part, ReaderState, Scanned
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from cutctx._loop.settings import Settings
-    from cutctx.formats import Format, Scanned
+    from cutctx.formats import Format
 
-__all__ = ["REQUEST_TURN_ID", "Ledger", "message_costs", "pin_first"]
+__all__ = ["REQUEST_TURN_ID", "Ledger", "Reading", "message_costs", "pin_first"]
 
 REQUEST_TURN_ID = "request"
 """The pinned turn that holds what a request costs beyond its messages (never rendered)."""
@@ -33,7 +34,7 @@ REQUEST_TURN_ID = "request"
 
 def message_costs(read: Scanned[Any]) -> list[int]:
     """Return each message's price as ``read`` priced it: the sum of its turns'."""
-    costs: dict[int, int] = {}
+    costs: dict[int | None, int] = {}
     for turn in read.turns:
         index = read.parts[turn.turn_id].index
         costs[index] = costs.get(index, 0) + turn.token_estimate
@@ -51,7 +52,7 @@ def pin_first(
     firsts: set[int] = set()
     for turn in turns:
         index = parts[turn.turn_id].index
-        if index >= 0 and turn.role is not Role.SYSTEM and index not in firsts:
+        if index is not None and turn.role is not Role.SYSTEM and index not in firsts:
             if len(firsts) == count:
                 break
             firsts.add(index)
@@ -64,6 +65,14 @@ def pin_first(
         for turn in turns
     ]
     return pinned, sorted(firsts)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Reading:
+    """The format's reader state (JSON data) after the first ``count`` messages (``None``: none)."""
+
+    count: int
+    state: ReaderState | None
 
 
 @dataclasses.dataclass(slots=True)
@@ -79,6 +88,8 @@ class Ledger:
     """Every message the window has read: turns, origins, the messages as sent, the callers'."""
 
     __slots__ = (
+        "_pending",
+        "_reader",
         "cold",
         "ends",
         "first_indices",
@@ -89,6 +100,7 @@ class Ledger:
         "originals",
         "parts",
         "print",
+        "reading",
         "seen",
         "sent",
         "settings",
@@ -112,13 +124,17 @@ class Ledger:
                 for turn, price in zip(read, prices, strict=True)
             )
         self.head = (*head, *(extra if overhead else ()))
+        self._reader = fmt.reader(
+            estimator=settings.estimator, priority=settings.priority, pin=settings.pin
+        )
+        self._pending: tuple[int, int, Reading] | None = None  # read, not held yet
         self.clear()
 
     def clear(self) -> None:
         """Forget every message."""
         self.turns: list[TranscriptTurn] = list(self.head)
         self.parts: dict[str, Part] = {
-            turn.turn_id: Part(turn, -1, None, maskable=False, siblings=1) for turn in self.head
+            turn.turn_id: Part(turn, None, None, maskable=False, siblings=1) for turn in self.head
         }
         self.index_of = {turn.turn_id: index for index, turn in enumerate(self.head)}
         self.sent: list[dict[str, Any]] = []
@@ -129,6 +145,9 @@ class Ledger:
         self.first_indices: list[int] = []  # which ones (known once warm)
         self.print: Fingerprint | None = None
         self.cold: _Cold | None = None
+        # The format's reader state after the held messages it has settled (all but a trailing
+        # run whose turns the next message may change), and how many those are.
+        self.reading: Reading = Reading(0, None)
 
     @property
     def count(self) -> int:
@@ -148,20 +167,45 @@ class Ledger:
         return same
 
     def read(self, history: Sequence[Any], start: int) -> Scanned[Any]:
-        """Price ``history[start:]`` as the continuation of the held messages (not kept yet)."""
-        settings = self.settings
-        return self.fmt.scan(
-            history[start:],
-            estimator=settings.estimator,
-            offset=start,
-            follows=history[start - 1] if start else None,
-            priority=settings.priority,
-            pin=settings.pin,
-        )
+        """Price ``history[start:]`` as the continuation of the held messages (not kept yet).
+
+        The format's reader continues from its state after ``history[:start]``; the history is
+        checked as one that ends here. ``add`` adopts the reader's new state with the turns.
+        """
+        reader = self._reader
+        if start == 0:
+            reader.reset()
+        elif start == self.reading.count and self.reading.state is not None:
+            reader.setstate(self.reading.state)
+        else:  # a state without the reader's (or read past): read the settled messages again
+            reader.reset()
+            settled = reader.read(history[:start])
+            if len(settled.sent) != start:
+                raise ValidationError(
+                    "the history does not continue where the window's reading stopped",
+                    details={"field": "history", "index": len(settled.sent)},
+                )
+        new = history[start:]
+        settled = reader.read(new)
+        reading = Reading(start + len(settled.sent), reader.getstate())
+        scanned = settled
+        tail = reader.read(new[len(settled.sent) :], final=True)  # and the end is checked
+        if tail.sent:
+            scanned = Scanned(
+                (*settled.turns, *tail.turns),
+                {**settled.parts, **tail.parts},
+                (*settled.sent, *tail.sent),
+                (*settled.originals, *tail.originals),
+            )
+        self._pending = (start, len(scanned.sent), reading)
+        return scanned
 
     def add(self, scanned: Scanned[Any], history: Sequence[Any]) -> None:
         """Hold the messages ``scanned`` read from ``history`` (after the held ones)."""
         start = self.count
+        if self._pending is not None and self._pending[:2] == (start, len(scanned.sent)):
+            self.reading = self._pending[2]
+        self._pending = None
         turns, used = pin_first(
             scanned.turns, scanned.parts, self.settings.keep_first - self.firsts
         )
@@ -177,10 +221,10 @@ class Ledger:
 
     def _hold(self, turns: Sequence[TranscriptTurn], scanned: Scanned[Any]) -> None:
         parts, index_of, ends, all_turns = self.parts, self.index_of, self.ends, self.turns
-        current = -1
+        current: int | None = None
         for turn in turns:
             part = scanned.parts[turn.turn_id]
-            if part.index != current and current >= 0:
+            if part.index != current and current is not None:
                 ends.append(len(all_turns))
             current = part.index
             index_of[turn.turn_id] = len(all_turns)
@@ -188,7 +232,7 @@ class Ledger:
             parts[turn.turn_id] = (
                 part if part.turn is turn else dataclasses.replace(part, turn=turn)
             )
-        if current >= 0:
+        if current is not None:
             ends.append(len(all_turns))
         self.sent.extend(scanned.sent)
         self.originals.extend(scanned.originals)
@@ -201,6 +245,8 @@ class Ledger:
             del self.parts[turn.turn_id], self.index_of[turn.turn_id]
         del self.turns[kept:], self.sent[count:], self.originals[count:], self.seen[count:]
         del self.ends[count:]
+        if count != self.reading.count:
+            self.reading = Reading(0, None)
         self.first_indices = [index for index in self.first_indices if index < count]
         self.firsts = len(self.first_indices)
         self.print = None
@@ -211,15 +257,15 @@ class Ledger:
         if cold is None:
             return
         self.cold = None
-        seen, fingerprint = self.seen, self.print
+        seen, fingerprint, reading = self.seen, self.print, self.reading
         self.clear()
         settings = self.settings
-        scanned = self.fmt.scan(
-            history[: cold.count],
+        reader = self.fmt.reader(
             estimator=CharRatioEstimator(),  # only the turns are wanted: the prices are known
             priority=settings.priority,
             pin=settings.pin,
         )
+        scanned = reader.read(history[: cold.count], final=True)
         priced = [
             dataclasses.replace(turn, token_estimate=price)
             for turn, price in zip(scanned.turns, cold.prices, strict=True)
@@ -230,21 +276,25 @@ class Ledger:
             self._hold(chunk.turns, chunk)
             self.first_indices.extend(used)
         self.firsts = len(self.first_indices)
-        self.seen, self.print = seen, fingerprint
+        self.seen, self.print, self.reading = seen, fingerprint, reading
 
-    def restore(
+    def restore(  # noqa: PLR0917 - the codec's one call site
         self,
         history: Sequence[Any],
         count: int,
         prices: list[int],
         firsts: int,
         made: Fingerprint,
+        reading: Reading | None = None,
     ) -> None:
         """Hold ``history[:count]`` cold: known by the state's ``prices``, read again on demand.
 
-        ``made`` is the fingerprint of exactly those messages: the running one from now on.
+        ``made`` is the fingerprint of exactly those messages: the running one from now on;
+        ``reading`` the format's reader state the window saved (``None``: read again if needed).
         """
         self.clear()
+        if reading is not None:
+            self.reading = reading
         self.seen = list(history[:count])
         self.firsts, self.print = firsts, made
         self.cold = _Cold(count, prices)

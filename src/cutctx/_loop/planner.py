@@ -263,7 +263,7 @@ def _too_big(
     sizes: dict[int, int] = {}
     for turn in turns:
         part = ledger.parts.get(turn.turn_id)
-        if part is not None and part.index >= 0:
+        if part is not None and part.index is not None:
             sizes[part.index] = sizes.get(part.index, 0) + turn.token_estimate
     index = max(sizes, key=lambda key: (sizes[key], -key)) if sizes else None
     where = "" if index is None else f"; messages[{index}] alone needs {sizes[index]}"

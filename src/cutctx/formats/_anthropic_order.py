@@ -40,11 +40,11 @@ _OPENERS: Final = THINKING | {"compaction"}
 
 
 def alternate(
-    built: list[tuple[dict[str, Any], int, int]], filler: int
+    built: list[tuple[dict[str, Any], int, int | None]], filler: int
 ) -> tuple[list[dict[str, Any]], list[int], frozenset[int]]:
     """Restore user-first strict alternation by merging neighbours, or a filler between them.
 
-    ``built`` holds each message with its price and its source index (``-1`` for a summary);
+    ``built`` holds each message with its price and its source index (``None`` for a summary);
     return the messages, their prices (a filler costs ``filler``) and the source indices that
     were merged into the message before them.
     """
@@ -60,7 +60,7 @@ def alternate(
             elif out:
                 out[-1] = _merge(out[-1], message)
                 costs[-1] += cost
-                if source >= 0:
+                if source is not None:
                     joined_.add(source)
                 continue
         out.append(message)

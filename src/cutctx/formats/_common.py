@@ -130,6 +130,17 @@ def check_messages(fmt: str, messages: object, offset: int = 0) -> tuple[dict[st
     return tuple(items)
 
 
+def read_message(fmt: str, index: int, message: object) -> dict[str, Any]:
+    """Return one message read as a dict, as ``check_messages`` reads each (never changed)."""
+    if type(message) is not dict:
+        message = _read(fmt, index, message, "the message")
+    for key in _NESTED:
+        value = message.get(key)
+        if type(value) is list and not all(type(entry) is dict for entry in value):
+            message = {**message, key: [_nested(entry) for entry in value]}
+    return message
+
+
 def _read(fmt: str, index: int, value: object, what: str) -> dict[str, Any]:
     if isinstance(value, Mapping):
         return dict(value)
@@ -256,15 +267,20 @@ class Pricer:
 
 @dataclass(frozen=True, slots=True)
 class Part:
-    """Where one turn came from.
+    """Where one turn of a transcript came from (``Binding.parts`` maps turn ids to these).
 
-    ``index`` is its message (``-1`` for request-level ``system=``), ``block`` the content block
-    it starts at when a message is split (Anthropic tool results), ``maskable`` whether its body
-    may be masked, and ``siblings`` how many turns its message was split into.
+    ``turn`` is the turn as read; ``index`` its message's position in the whole history, or
+    ``None`` for a turn no message carries (request-level ``system=``, a window's request
+    overhead: such *head* turns are priced but never rendered); ``block`` the content block it
+    starts at when its message is split into several turns (Anthropic's tool results), else
+    ``None``; ``maskable`` whether a view may replace its body (a tool result); ``siblings``
+    how many turns its message was split into (a view holds all of them or none).
+
+    .. versionadded:: 0.1.1
     """
 
     turn: TranscriptTurn
-    index: int
+    index: int | None
     block: int | None
     maskable: bool
     siblings: int
@@ -323,12 +339,12 @@ def system_turn(text: str, cost: int) -> TranscriptTurn:
 class Piece:
     """One message (or summary) of a view, in view order.
 
-    ``index`` is its source message (``-1`` for a summary, whose text is ``text``); ``masked``
+    ``index`` is its source message (``None`` for a summary, whose text is ``text``); ``masked``
     maps the block of each masked part (``None`` for a whole body) to its stub, or to its
     excerpt for the blocks in ``excerpts``; ``cost`` is the sum of its turns' estimates.
     """
 
-    index: int
+    index: int | None
     text: str = ""
     masked: dict[int | None, str] = field(default_factory=dict)
     seen: int = 0
@@ -366,12 +382,12 @@ def collect(fmt: str, view: object, binding: object) -> list[Piece]:
             if turn.turn_id.startswith(SUMMARY_TURN_ID_PREFIX):
                 _close(fmt, current)
                 current = None
-                pieces.append(Piece(-1, turn.content, cost=turn.token_estimate))
+                pieces.append(Piece(None, turn.content, cost=turn.token_estimate))
                 continue
             raise fail(
                 fmt, None, f"turn {turn.turn_id!r} is not from this binding", turn_id=turn.turn_id
             )
-        if part.index < 0:
+        if part.index is None:  # a head turn: priced, never rendered
             continue
         if current is None or current.index != part.index:
             _close(fmt, current)

@@ -21,6 +21,7 @@ from cutctx.formats._common import (
     system_text,
     system_turn,
 )
+from cutctx.formats._reader import Reader, Scanned, StreamReader
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -28,24 +29,7 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
 
-__all__ = ["Format", "Rendered", "Scanned"]
-
-
-class Scanned[M](NamedTuple):
-    """What ``Format.scan`` read from a run of messages.
-
-    ``turns`` in order, their origins in ``parts`` (by turn id; every ``Part.index`` is the
-    message's position in the whole history, ``offset`` included), the messages as they are to
-    be sent (``sent``: dicts, never the caller's objects changed) and the caller's objects as
-    they are returned when kept (``originals``), one of each per message read.
-
-    .. versionadded:: 0.1.1
-    """
-
-    turns: tuple[TranscriptTurn, ...]
-    parts: Mapping[str, Part]
-    sent: tuple[dict[str, Any], ...]
-    originals: tuple[M, ...]
+__all__ = ["Format", "Rendered"]
 
 
 class Rendered[M](NamedTuple):
@@ -66,7 +50,7 @@ class Rendered[M](NamedTuple):
 class Format[M](ABC):
     """One provider's (or framework's) message format.
 
-    Subclasses implement ``name``, ``scan`` and ``render``; the rest has defaults that fit a
+    Subclasses implement ``name``, ``reader`` and ``render``; the rest has defaults that fit a
     format whose messages are priced one by one with no request-level extras. The built-in ones
     are ``cutctx.formats.OPENAI_CHAT``, ``OPENAI_RESPONSES`` and ``ANTHROPIC``; everything that
     takes a format also takes its name.
@@ -81,7 +65,28 @@ class Format[M](ABC):
     def name(self) -> str:
         """The format's stable name (recorded on records and in a window's state)."""
 
-    @abstractmethod
+    def reader(
+        self,
+        *,
+        estimator: TokenEstimator | None = None,
+        priority: Callable[[int, dict[str, Any]], int] | None = None,
+        pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    ) -> Reader[M]:
+        """Return a fresh ``Reader`` of one history in this format, pricing with ``estimator``.
+
+        ``priority(index, message)`` and ``pin(index, message)``, called with history indices,
+        mark the turns as a message's ``priority``/``sticky`` keys do. Every format implements
+        this (or, before 0.1.1, ``scan``: such a format is read by ``LegacyReader``, whose
+        state cannot carry what spans a chunk's boundary).
+
+        .. versionadded:: 0.1.1
+        """
+        if type(self).scan is Format.scan:
+            raise NotImplementedError(f"{type(self).__name__} must implement reader()")
+        return LegacyReader(
+            self, estimator=self.pricer(estimator).estimator, priority=priority, pin=pin
+        )
+
     def scan(
         self,
         messages: Sequence[M],
@@ -92,16 +97,21 @@ class Format[M](ABC):
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> Scanned[M]:
-        """Read ``messages``, which come after ``offset`` earlier ones of the same history.
+        """Read ``messages`` as a whole history whose indices start at ``offset``.
 
-        Turn ids and part indices count from ``offset``; ``follows`` is the message before
-        them, as the caller holds it (a dict or an SDK object; ``None`` at the start of a
-        history), for the rules that span a boundary. ``priority`` and ``pin`` are called
-        with history indices.
+        Kept for formats written before 0.1.1 and their callers; ``reader`` replaces it
+        (``follows`` is ignored by the built-in formats: a reader carries its state instead).
 
-        Raises:
-            ValidationError: for a message the provider would refuse, naming its history index.
+        .. deprecated:: 0.1.1
+           Use ``reader()``.
         """
+        del follows
+        reader = self.reader(estimator=estimator, priority=priority, pin=pin)
+        if offset:
+            if not isinstance(reader, StreamReader):
+                raise NotImplementedError(f"{type(self).__name__}.scan takes no offset")
+            reader.start(offset)
+        return reader.read(messages, final=True)
 
     @abstractmethod
     def render(self, view: Transcript | CompactedTranscript, binding: Binding[M]) -> Rendered[M]:
@@ -193,8 +203,9 @@ class Format[M](ABC):
         """Return the transcript of ``messages`` (and ``system``) and the binding back."""
         pricer = self.pricer(estimator)
         head = self.head(system, estimator=pricer.estimator)
-        read = self.scan(messages, estimator=pricer.estimator, priority=priority, pin=pin)
-        parts = {turn.turn_id: Part(turn, -1, None, maskable=False, siblings=1) for turn in head}
+        reader = self.reader(estimator=pricer.estimator, priority=priority, pin=pin)
+        read = reader.read(messages, final=True)
+        parts = {turn.turn_id: Part(turn, None, None, maskable=False, siblings=1) for turn in head}
         parts.update(read.parts)
         binding = Binding(self.name, read.sent, system, parts, pricer.estimator, read.originals)
         return Transcript((*head, *read.turns)), binding
@@ -219,3 +230,50 @@ class Format[M](ABC):
 
     def __repr__(self) -> str:
         return f"<cutctx format {self.name!r}>"
+
+
+class LegacyReader[M](Reader[M]):
+    """Reads a format that implements only ``scan`` (written before ``reader`` existed).
+
+    Each chunk is scanned on its own (``offset`` and ``follows`` given), so only the rules
+    within a chunk hold; its state is how many messages it has read.
+    """
+
+    __slots__ = ("_count", "_estimator", "_fmt", "_follows", "_pin", "_priority")
+
+    def __init__(
+        self,
+        fmt: Format[M],
+        *,
+        estimator: TokenEstimator,
+        priority: Callable[[int, dict[str, Any]], int] | None,
+        pin: Callable[[int, dict[str, Any]], bool] | None,
+    ) -> None:
+        self._fmt, self._estimator = fmt, estimator
+        self._priority, self._pin = priority, pin
+        self._count = 0
+        self._follows: M | None = None
+
+    def read(self, messages: Sequence[M], *, final: bool = False) -> Scanned[M]:
+        del final
+        read = self._fmt.scan(
+            messages,
+            estimator=self._estimator,
+            offset=self._count,
+            follows=self._follows,
+            priority=self._priority,
+            pin=self._pin,
+        )
+        self._count += len(read.sent)
+        if read.sent:
+            self._follows = messages[len(read.sent) - 1]
+        return read
+
+    def getstate(self) -> dict[str, Any]:
+        return {"count": self._count}
+
+    def setstate(self, state: dict[str, Any]) -> None:
+        self._count, self._follows = int(state["count"]), None
+
+    def reset(self) -> None:
+        self._count, self._follows = 0, None

@@ -80,6 +80,63 @@ def read_marks(
     return items if sent is None else tuple(sent)
 
 
+def read_callables(
+    fmt: str,
+    priority: Callable[[int, dict[str, Any]], int] | None,
+    pin: Callable[[int, dict[str, Any]], bool] | None,
+) -> tuple[
+    Callable[[int, dict[str, Any]], int] | None, Callable[[int, dict[str, Any]], bool] | None
+]:
+    """Return ``priority`` and ``pin`` once checked callable (or ``None``).
+
+    Raises:
+        ValidationError: for one that is not callable.
+    """
+    for name, function in (("priority", priority), ("pin", pin)):
+        if function is not None and not callable(function):
+            raise fail(fmt, None, f"{name} must be callable(index, message)", field=name)
+    return priority, pin
+
+
+def mark_one(  # noqa: PLR0917 - the reader's one call site
+    fmt: str,
+    index: int,
+    message: dict[str, Any],
+    marks: dict[int, tuple[bool, str | None]],
+    priority: Callable[[int, dict[str, Any]], int] | None,
+    pin: Callable[[int, dict[str, Any]], bool] | None,
+) -> dict[str, Any]:
+    """Read the marks of message ``index`` into ``marks``; return the message as it is sent.
+
+    The marks are those of ``read_marks``; ``mark_turns`` puts them on the turns.
+    """
+    sticky, rank = False, None
+    shown = message
+    if STICKY_KEY in message or PRIORITY_KEY in message:
+        sticky = _flag(fmt, index, message.get(STICKY_KEY, False), "sticky")
+        if PRIORITY_KEY in message:
+            rank = _integer(fmt, index, message[PRIORITY_KEY], "priority")
+        shown = unmarked(message)
+    if pin is not None:
+        sticky = _flag(fmt, index, pin(index, message), "pin(index, message)") or sticky
+    if priority is not None:
+        rank = _integer(fmt, index, priority(index, message), "priority(index, message)")
+    if sticky or rank is not None:
+        marks[index] = (sticky, None if rank is None else str(rank))
+    return shown
+
+
+def mark_turns(
+    turns: list[TranscriptTurn],
+    parts: dict[str, Part],
+    marks: Mapping[int, tuple[bool, str | None]],
+    tool_names: Mapping[str, str],
+) -> None:
+    """Put ``marks`` (by message index) and ``tool_names`` (by turn id) on the turns, in place."""
+    if marks or tool_names:
+        _mark_turns(turns, parts, marks, tool_names)
+
+
 def sent_originals[M](
     messages: Sequence[M], items: tuple[dict[str, Any], ...], sent: tuple[dict[str, Any], ...]
 ) -> Sequence[M]:
@@ -104,7 +161,7 @@ def _mark_turns(
     """Replace each marked turn (pinned, priority, tool name) in ``turns`` and ``parts``."""
     for position, turn in enumerate(turns):
         part = parts[turn.turn_id]
-        mark = marks.get(part.index)
+        mark = None if part.index is None else marks.get(part.index)
         tool_name = tool_names.get(turn.turn_id)
         if mark is None and tool_name is None:
             continue

@@ -29,8 +29,9 @@ from cutctx.formats._common import (
     collect,
     fail,
 )
-from cutctx.formats._format import Format, Rendered, Scanned
+from cutctx.formats._format import Format, Rendered
 from cutctx.formats._marks import read_marks
+from cutctx.formats._reader import Scanned
 from cutctx.formats.openai_chat import OPENAI_CHAT
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ class ViaChat[M](Format[M]):
         originals = binding.originals
         out: list[M | None] = []
         for piece in pieces:
-            if piece.index < 0:
+            if piece.index is None:
                 out.append(None)  # a summary: built once its neighbours are known
             elif piece.masked:
                 out.append(self.masked(originals[piece.index], piece.masked))
@@ -143,7 +144,7 @@ class ViaChat[M](Format[M]):
                 out.append(originals[piece.index])
         kept = [message for message in out if message is not None]
         for position, piece in enumerate(pieces):
-            if piece.index < 0:
+            if piece.index is None:
                 after = [message for message in out[position + 1 :] if message is not None]
                 before = [message for message in out[:position] if message is not None]
                 out[position] = self.summary(piece.text, [*after, *reversed(before)] or kept)

@@ -41,10 +41,10 @@ from cutctx.formats._common import (
     Pricer,
     as_json,
     check_dict,
-    check_messages,
     collect,
     fail,
     field_of,
+    is_empty,
     joined,
     restore,
     shown,
@@ -54,12 +54,12 @@ from cutctx.formats._common import (
     system_turn,
     text_field,
 )
-from cutctx.formats._format import Format, Rendered, Scanned
+from cutctx.formats._format import Format, Rendered
 from cutctx.formats._images import (
     ANTHROPIC_IMAGE_MAX_TOKENS,
     ANTHROPIC_IMAGE_PIXELS_PER_TOKEN,
 )
-from cutctx.formats._marks import read_marks, sent_originals
+from cutctx.formats._reader import Out, Reader, ReaderState, Scanned, StreamReader
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -141,35 +141,27 @@ class _Anthropic(Format[Message]):
         text, cost = read if read is not None else ("", 0)
         return (system_turn(text, cost + _reserve(pricer)),)
 
-    def scan(
+    def reader(
         self,
-        messages: Sequence[Message],
         *,
-        estimator: TokenEstimator,
-        offset: int = 0,
-        follows: Message | None = None,
+        estimator: TokenEstimator | None = None,
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
-    ) -> Scanned[Message]:
-        return _scan(
-            messages,
-            estimator,
-            strict=True,
-            offset=offset,
-            follows=follows,
-            priority=priority,
-            pin=pin,
-        )[0]
+    ) -> Reader[Message]:
+        return _AnthropicReader(self.pricer(estimator), priority=priority, pin=pin)
+
+    def settled(self, message: Message) -> bool:
+        return _settled(message)
 
     def render(
         self, view: Transcript | CompactedTranscript, binding: Binding[Message]
     ) -> Rendered[Message]:
-        built: list[tuple[dict[str, Any], int, int]] = []
+        built: list[tuple[dict[str, Any], int, int | None]] = []
         pricer = Pricer.of(FORMAT, binding.estimator)
         for piece in collect(FORMAT, view, binding):
-            if piece.index < 0:
+            if piece.index is None:
                 summary = {"role": "user", "content": summary_text(piece.text)}
-                built.append((summary, piece.cost, -1))
+                built.append((summary, piece.cost, None))
                 continue
             message = binding.messages[piece.index]
             if piece.masked:
@@ -290,106 +282,124 @@ def _reserve(pricer: Pricer) -> int:
 
 
 def _scan(
-    messages: Sequence[Message],
-    estimator: object,
-    *,
-    strict: bool,
-    offset: int = 0,
-    follows: Message | None = None,
-    priority: Callable[[int, dict[str, Any]], int] | None = None,
-    pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    messages: Sequence[Message], estimator: object, *, strict: bool
 ) -> tuple[Scanned[Message], int]:
-    """Read the messages after ``offset`` earlier ones; also return the filler reserves added.
+    """Read a whole history; also return the filler reserves added (``count_tokens``)."""
+    reader = _AnthropicReader(Pricer.of(FORMAT, estimator), strict=strict)
+    read = reader.read(messages, final=True)
+    return read, reader.reserved
 
-    With ``strict`` the provider's rules are enforced (``to_transcript``); without, only the
-    shape of each field (``count_tokens``). ``follows`` is the message before them.
+
+def _settled(message: object) -> bool:
+    """Whether a message keeps its verdict when more come (an empty assistant one: not)."""
+    return not (field_of(message, "role") == "assistant" and is_empty(field_of(message, "content")))
+
+
+class _AnthropicReader(StreamReader[Message]):
+    """Reads Messages API messages; its state holds what the next message must answer.
+
+    State: ``count``, ``previous`` (the role before), ``pending`` (the last assistant
+    message's ``tool_use`` names by id), ``opener`` (its index), ``key`` (its turn id) and
+    ``seen`` (every tool use id so far, with the message that made it: an id is used once).
     """
-    pricer = Pricer.of(FORMAT, estimator)
-    items = check_messages(FORMAT, messages, offset)
-    reserve = _reserve(pricer)
-    reserved = 0
-    turns: list[TranscriptTurn] = []
-    parts: dict[str, Part] = {}
-    pending: list[str] = []
-    opener, key = -1, ""
-    role = None if follows is None else field_of(follows, "role")
-    previous = role if isinstance(role, str) else None
-    seen: dict[str, int] = {}  # every tool use id -> the message that made it
-    last = offset + len(items) - 1
-    for index, message in enumerate(items, offset):
-        role = message.get("role")
+
+    __slots__ = ("reserved", "strict")
+
+    def __init__(
+        self,
+        pricer: Pricer,
+        *,
+        strict: bool = True,
+        priority: Callable[[int, dict[str, Any]], int] | None = None,
+        pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    ) -> None:
+        self.strict = strict
+        self.reserved = 0  # the filler reserves added to the turns read (not sent)
+        super().__init__(FORMAT, pricer, settled=_settled, priority=priority, pin=pin)
+
+    def initial(self) -> ReaderState:
+        return {
+            "count": 0,
+            "previous": None,
+            "pending": {},
+            "opener": None,
+            "key": None,
+            "seen": {},
+        }
+
+    def message(self, state: ReaderState, index: int, item: dict[str, Any], out: Out) -> None:
+        pricer, strict = self.pricer, self.strict
+        role = item.get("role")
         if role not in ("user", "assistant"):
             hint = " (pass the system prompt as system=)" if role == "system" else ""
             raise fail(FORMAT, index, f"unknown role {shown(role)}{hint}", role=shown(role))
+        content = item.get("content")
         if strict:
-            check_order(index, role, previous, message.get("content"), last=index == last)
-        previous = role
+            check_order(index, role, state["previous"], content, last=out.last)
+        state["previous"] = role
         turn_id = f"m{index}"
-        content = message.get("content")
+        pending: dict[str, str] = state["pending"]
         if role == "assistant":
             text, cost, ids, flags = _assistant(pricer, index, content, strict=strict)
             if strict:
-                check_unique(index, ids, seen)
+                check_unique(index, ids, state["seen"])
             if flags:  # thinking or compaction: a filler may have to go before it
+                reserve = _reserve(pricer)
                 cost += reserve
-                reserved += reserve
+                self.reserved += reserve
+            uses = ids["tool_use"]
             turn = TranscriptTurn(
                 turn_id,
                 Role.ASSISTANT,
                 text,
                 pricer.framing + cost,
-                turn_id if ids["tool_use"] else None,
+                turn_id if uses else None,
                 pinned="compaction" in flags,
             )
-            turns.append(turn)
-            parts[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
-            pending, opener, key = ids["tool_use"], index, turn_id
-            continue
+            out.add(turn, Part(turn, index, None, maskable=False, siblings=1))
+            state["pending"] = _use_names(content, uses)
+            state["opener"], state["key"] = index, turn_id
+            return
         answered = _user(
-            pricer, index, content, turn_id, key if pending else None, turns, parts, strict=strict
+            pricer, index, content, turn_id, state["key"] if pending else None, out, strict=strict
         )
-        missing = [call_id for call_id in pending if call_id not in answered]
+        for part_id, call_id in answered.items():
+            if call_id in pending:
+                out.tool_names[part_id] = pending[call_id]
+        missing = [call_id for call_id in pending if call_id not in answered.values()]
         if missing and strict:
-            raise fail(
-                FORMAT,
-                opener,
-                f"tool_use {missing[0]!r:.60} has no tool_result in the next message",
-                tool_use_ids=missing[:10],
-            )
-        pending = []
-    if pending and strict:
-        raise fail(
-            FORMAT,
-            opener,
-            f"tool_use {pending[0]!r:.60} has no tool_result in the next message",
-            tool_use_ids=pending[:10],
-        )
-    tool_names = _tool_names(items, parts, offset)
-    sent = read_marks(
-        FORMAT, items, turns, parts, tool_names, priority=priority, pin=pin, offset=offset
+            raise _unanswered(state["opener"], missing)
+        state["pending"] = {}
+
+    def finish(self, state: ReaderState) -> None:
+        if state["pending"] and self.strict:
+            raise _unanswered(state["opener"], list(state["pending"]))
+
+    def read(self, messages: Sequence[Message], *, final: bool = False) -> Scanned[Message]:
+        self.reserved = 0
+        return super().read(messages, final=final)
+
+
+def _unanswered(opener: int, missing: list[str]) -> Exception:
+    return fail(
+        FORMAT,
+        opener,
+        f"tool_use {missing[0]!r:.60} has no tool_result in the next message",
+        tool_use_ids=missing[:10],
     )
-    originals = tuple(sent_originals(messages, items, sent))
-    return Scanned(tuple(turns), parts, sent, originals), reserved
 
 
-def _tool_names(
-    items: tuple[dict[str, Any], ...], parts: Mapping[str, Part], offset: int
-) -> dict[str, str]:
-    """Map each ``tool_result`` turn's id to the name of the ``tool_use`` it answers."""
-    names: dict[str, str] = {}
-    for message in items:
-        content = message.get("content")
-        if message.get("role") == "assistant" and isinstance(content, list | tuple):
-            for block in content:
-                if block.get("type") == "tool_use":
-                    names[block["id"]] = block["name"]  # strings: _blocks checked them
-    found: dict[str, str] = {}
-    for turn_id, part in parts.items():
-        if part.turn.role is Role.TOOL and part.block is not None:
-            call_id = items[part.index - offset]["content"][part.block].get("tool_use_id")
-            if call_id in names:
-                found[turn_id] = names[call_id]
-    return found
+def _use_names(content: object, uses: list[str]) -> dict[str, str]:
+    """Map each ``tool_use`` id of an assistant message's ``content`` to its tool's name."""
+    if not uses or not isinstance(content, list | tuple):
+        return {}
+    return {
+        block["id"]: block["name"]  # strings: ``blocks`` checked them
+        for block in content
+        if isinstance(block, dict)
+        and block.get("type") == "tool_use"
+        and isinstance(block.get("name"), str)
+    }
 
 
 def _user(  # noqa: PLR0917 - one private call site
@@ -398,19 +408,17 @@ def _user(  # noqa: PLR0917 - one private call site
     content: object,
     turn_id: str,
     key: str | None,
-    turns: list[TranscriptTurn],
-    parts: dict[str, Part],
+    out: Out,
     *,
     strict: bool,
-) -> set[str]:
-    """Add the turns of user message ``index``; return the tool_use ids it answers."""
+) -> dict[str, str]:
+    """Add the turns of user message ``index``; return the tool_use ids it answers, by turn."""
     if not isinstance(content, list | tuple):
         text, cost = blocks(pricer, index, content, "content")
         turn = TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost)
-        turns.append(turn)
-        parts[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
-        return set()
-    results: list[tuple[int, str, int]] = []
+        out.add(turn, Part(turn, index, None, maskable=False, siblings=1))
+        return {}
+    results: list[tuple[int, str, int, str]] = []
     answered: set[str] = set()
     rest: list[int] = []
     for position, value in enumerate(content):
@@ -430,20 +438,20 @@ def _user(  # noqa: PLR0917 - one private call site
             )
         answered.add(call_id)
         text, cost = blocks(pricer, index, block.get("content"), f"{where}.content")
-        results.append((position, text, cost))
+        results.append((position, text, cost, call_id))
     if not results:
         text, cost = blocks(pricer, index, content, "content")
         turn = TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost)
-        turns.append(turn)
-        parts[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
-        return answered
+        out.add(turn, Part(turn, index, None, maskable=False, siblings=1))
+        return {}
     siblings = len(results) + (1 if rest else 0)
-    for number, (position, text, cost) in enumerate(results):
+    by_turn: dict[str, str] = {}
+    for number, (position, text, cost, call_id) in enumerate(results):
         part_id = turn_id if number == 0 else f"{turn_id}.{position}"
         framing = pricer.framing if number == 0 else 0
         turn = TranscriptTurn(part_id, Role.TOOL, text, framing + cost, key)
-        turns.append(turn)
-        parts[part_id] = Part(turn, index, position, maskable=True, siblings=siblings)
+        out.add(turn, Part(turn, index, position, maskable=True, siblings=siblings))
+        by_turn[part_id] = call_id
     if rest:
         texts: list[str] = []
         cost = 0
@@ -454,9 +462,8 @@ def _user(  # noqa: PLR0917 - one private call site
                 texts.append(text)
         part_id = f"{turn_id}.{rest[0]}"
         turn = TranscriptTurn(part_id, Role.USER, joined(texts), cost, key)
-        turns.append(turn)
-        parts[part_id] = Part(turn, index, rest[0], maskable=False, siblings=siblings)
-    return answered
+        out.add(turn, Part(turn, index, rest[0], maskable=False, siblings=siblings))
+    return by_turn
 
 
 def _assistant(

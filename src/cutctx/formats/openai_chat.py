@@ -29,7 +29,6 @@ from cutctx.formats._common import (
     Pricer,
     as_json,
     check_dict,
-    check_messages,
     collect,
     fail,
     is_empty,
@@ -42,8 +41,8 @@ from cutctx.formats._common import (
     summary_text,
     text_field,
 )
-from cutctx.formats._format import Format, Rendered, Scanned
-from cutctx.formats._marks import read_marks, sent_originals
+from cutctx.formats._format import Format, Rendered
+from cutctx.formats._reader import Out, Reader, ReaderState, Scanned, StreamReader
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -114,18 +113,14 @@ class _OpenAIChat(Format[Message]):
             calls.append((body["name"], price + pricer.text(argument)))
         return calls, 0
 
-    def scan(
+    def reader(
         self,
-        messages: Sequence[Message],
         *,
-        estimator: TokenEstimator,
-        offset: int = 0,
-        follows: Message | None = None,
+        estimator: TokenEstimator | None = None,
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
-    ) -> Scanned[Message]:
-        del follows  # a history's request always ends with every call answered
-        return _build(messages, estimator, strict=True, offset=offset, priority=priority, pin=pin)
+    ) -> Reader[Message]:
+        return _ChatReader(self.pricer(estimator), priority=priority, pin=pin)
 
     def render(
         self, view: Transcript | CompactedTranscript, binding: Binding[Message]
@@ -134,7 +129,7 @@ class _OpenAIChat(Format[Message]):
         costs: list[int] = []
         for piece in collect(FORMAT, view, binding):
             costs.append(piece.cost)
-            if piece.index < 0:
+            if piece.index is None:
                 out.append({"role": "user", "content": summary_text(piece.text)})
                 continue
             message = binding.messages[piece.index]
@@ -203,44 +198,51 @@ def to_transcript[M: Message](
     return cast("tuple[Transcript, Binding[M]]", made)
 
 
-def _build(
-    messages: Sequence[Message],
-    estimator: object,
-    *,
-    strict: bool,
-    offset: int = 0,
-    priority: Callable[[int, dict[str, Any]], int] | None = None,
-    pin: Callable[[int, dict[str, Any]], bool] | None = None,
-) -> Scanned[Message]:
-    """Read the messages after ``offset`` earlier ones; without ``strict`` only field shapes."""
-    pricer = Pricer.of(FORMAT, estimator, roles=True)
-    items = check_messages(FORMAT, messages, offset)
-    turns: list[TranscriptTurn] = []
-    parts: dict[str, Part] = {}
-    pending: set[str] = set()
-    names: dict[str, str] = {}  # the open calls' tool names, by call id
-    tool_names: dict[str, str] = {}  # a tool message's turn id -> its call's tool name
-    opener, key = -1, ""
-    for index, message in enumerate(items, offset):
-        role = message.get("role")
+class _ChatReader(StreamReader[Message]):
+    """Reads Chat Completions messages; its state holds the calls still waiting for answers.
+
+    State: ``count``, ``pending`` (the open calls' tool names by call id), ``opener`` (the
+    index of the assistant message that made them) and ``key`` (its turn id).
+    """
+
+    __slots__ = ("strict",)
+
+    def __init__(
+        self,
+        pricer: Pricer,
+        *,
+        strict: bool = True,
+        priority: Callable[[int, dict[str, Any]], int] | None = None,
+        pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    ) -> None:
+        self.strict = strict
+        super().__init__(FORMAT, pricer, priority=priority, pin=pin)
+
+    def initial(self) -> ReaderState:
+        return {"count": 0, "pending": {}, "opener": None, "key": None}
+
+    def message(self, state: ReaderState, index: int, item: dict[str, Any], out: Out) -> None:
+        pricer, strict = self.pricer, self.strict
+        role = item.get("role")
         kind = _ROLES.get(role) if isinstance(role, str) else None
         if kind is None:
             raise fail(FORMAT, index, f"unknown role {shown(role)}", role=shown(role))
+        pending: dict[str, str] = state["pending"]
         if pending and kind is not Role.TOOL:
             if strict:
-                raise _unanswered(opener, pending)
-            pending = set()
-        if strict and kind is Role.USER and is_empty(message.get("content")):
+                raise _unanswered(state["opener"], pending)
+            pending.clear()
+        if strict and kind is Role.USER and is_empty(item.get("content")):
             raise fail(FORMAT, index, "a user message must have content")
         turn_id = f"m{index}"
-        text, cost = _content(pricer, index, message.get("content"))
+        text, cost = _content(pricer, index, item.get("content"))
         call_key: str | None = None
         if kind is Role.TOOL:  # its role is priced with its call (see ``_calls``)
-            call_id = text_field(FORMAT, index, message.get("tool_call_id"), "tool_call_id")
+            cost += _name(pricer, index, item)
+            call_id = text_field(FORMAT, index, item.get("tool_call_id"), "tool_call_id")
             if call_id in pending:
-                pending.discard(call_id)
-                tool_names[turn_id] = names[call_id]
-                call_key = key
+                out.tool_names[turn_id] = pending.pop(call_id)
+                call_key = state["key"]
             elif strict:
                 raise fail(
                     FORMAT,
@@ -251,24 +253,32 @@ def _build(
                 )
         else:
             texts = [text] if text else []
-            cost += pricer.role(str(role)) + _name(pricer, index, message)
+            cost += pricer.role(str(role)) + _name(pricer, index, item)
             if kind is Role.ASSISTANT:
-                cost += _optional_text(pricer, index, message, "refusal", texts=texts)
-                names, call_cost = _calls(pricer, index, message.get("tool_calls"), texts)
+                cost += _optional_text(pricer, index, item, "refusal", texts=texts)
+                names, call_cost = _calls(pricer, index, item.get("tool_calls"), texts)
                 cost += call_cost
                 if names:
-                    pending, opener, key = set(names), index, turn_id
+                    state["pending"], state["opener"], state["key"] = names, index, turn_id
                     call_key = turn_id
             text = joined(texts)
         turn = TranscriptTurn(turn_id, kind, text, pricer.framing + cost, call_key)
-        turns.append(turn)
-        parts[turn_id] = Part(turn, index, None, maskable=kind is Role.TOOL, siblings=1)
-    if pending and strict:
-        raise _unanswered(opener, pending)
-    sent = read_marks(
-        FORMAT, items, turns, parts, tool_names, priority=priority, pin=pin, offset=offset
-    )
-    return Scanned(tuple(turns), parts, sent, tuple(sent_originals(messages, items, sent)))
+        out.add(turn, Part(turn, index, None, maskable=kind is Role.TOOL, siblings=1))
+
+    def finish(self, state: ReaderState) -> None:
+        if state["pending"] and self.strict:
+            raise _unanswered(state["opener"], state["pending"])
+
+
+def _build(
+    messages: Sequence[Message],
+    estimator: object,
+    *,
+    strict: bool,
+) -> Scanned[Message]:
+    """Read a whole history; without ``strict`` only field shapes (``count_tokens``)."""
+    reader = _ChatReader(Pricer.of(FORMAT, estimator, roles=True), strict=strict)
+    return reader.read(messages, final=True)
 
 
 def from_transcript[M: Message](
@@ -337,7 +347,7 @@ def _name(pricer: Pricer, index: int, message: dict[str, Any]) -> int:
     return cost + _NAME_TOKENS if pricer.roles else cost
 
 
-def _unanswered(opener: int, pending: set[str]) -> Exception:
+def _unanswered(opener: int, pending: Mapping[str, str]) -> Exception:
     missing = sorted(pending)
     return fail(
         FORMAT,

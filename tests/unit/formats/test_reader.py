@@ -1,0 +1,97 @@
+"""``Reader``: the built-in readers' state, and formats that implement only ``scan``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from baseaicore import ValidationError
+
+from cutctx.formats import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, Format, Rendered, Scanned
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+CHAT: list[dict[str, Any]] = [
+    {"role": "user", "content": "look"},
+    {"role": "assistant", "content": None, "tool_calls": [CALL]},
+    {"role": "tool", "tool_call_id": "c1", "content": "a b"},
+]
+
+
+class ScanOnly(Format[Any]):
+    """A format written against 0.1.0: ``scan`` and ``render`` only (it delegates to Chat)."""
+
+    @property
+    def name(self) -> str:
+        return "openai_chat"
+
+    def scan(self, messages: Any, **options: Any) -> Scanned[Any]:
+        return OPENAI_CHAT.scan(messages, **options)
+
+    def render(self, view: Any, binding: Any) -> Rendered[Any]:
+        return OPENAI_CHAT.render(view, binding)
+
+
+class Nothing(Format[Any]):
+    @property
+    def name(self) -> str:
+        return "nothing"
+
+    def render(self, view: Any, binding: Any) -> Rendered[Any]:
+        raise NotImplementedError
+
+
+class TestReader:
+    def test_the_state_is_json_and_continues_the_reading(self) -> None:
+        reader = OPENAI_CHAT.reader()
+        first = reader.read(CHAT[:2])
+        assert reader.count == 2
+        state = json.loads(json.dumps(reader.getstate()))
+        assert state["pending"] == {"c1": "ls"}
+        again = OPENAI_CHAT.reader()
+        again.setstate(state)
+        rest = again.read(CHAT[2:], final=True)
+        assert (*first.turns, *rest.turns) == OPENAI_CHAT.reader().read(CHAT, final=True).turns
+
+    @pytest.mark.parametrize("fmt", [OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC])
+    @pytest.mark.parametrize("state", [None, [], {"count": -1}, {"count": True}, {"count": 0}])
+    def test_a_value_that_is_not_its_state_is_refused(self, fmt: Format[Any], state: Any) -> None:
+        with pytest.raises(ValidationError, match="not a reader state"):
+            fmt.reader().setstate(state)
+
+    def test_a_call_left_open_is_refused_only_when_the_history_ends(self) -> None:
+        reader = OPENAI_CHAT.reader()
+        assert len(reader.read(CHAT[:2]).sent) == 2
+        with pytest.raises(ValidationError, match="has no tool message"):
+            reader.read([], final=True)
+        reader.reset()
+        assert reader.count == 0
+
+    def test_messages_that_are_not_a_list_are_refused(self) -> None:
+        with pytest.raises(ValidationError, match="must be a list"):
+            OPENAI_CHAT.reader().read("hi")  # type: ignore[arg-type]
+
+    def test_scan_with_an_offset_reads_indices_from_it(self) -> None:
+        read = OPENAI_CHAT.scan(CHAT[:1], estimator=OPENAI_CHAT.pricer(None).estimator, offset=4)
+        assert [turn.turn_id for turn in read.turns] == ["m4"]
+        assert read.parts["m4"].index == 4
+
+
+class TestLegacyReader:
+    def test_a_format_that_implements_scan_is_read_chunk_by_chunk(self) -> None:
+        fmt = ScanOnly()
+        reader = fmt.reader()
+        first = reader.read(CHAT[:1])
+        rest = reader.read(CHAT[1:], final=True)
+        assert [t.turn_id for t in (*first.turns, *rest.turns)] == ["m0", "m1", "m2"]
+        assert reader.getstate() == {"count": 3}
+        reader.setstate({"count": 1})
+        assert reader.read(CHAT[1:]).turns[0].turn_id == "m1"
+        reader.reset()
+        assert reader.getstate() == {"count": 0}
+        transcript, _ = fmt.to_transcript(CHAT)
+        assert transcript.turn_ids() == ("m0", "m1", "m2")
+
+    def test_a_format_with_neither_reader_nor_scan_says_so(self) -> None:
+        with pytest.raises(NotImplementedError, match="must implement reader"):
+            Nothing().reader()
