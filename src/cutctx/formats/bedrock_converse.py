@@ -58,9 +58,10 @@ from cutctx.formats._common import (
     system_turn,
     text_field,
 )
-from cutctx.formats._format import Format, Rendered, Scanned
+from cutctx.formats._format import Format, Rendered
 from cutctx.formats._marks import read_marks, sent_originals
 from cutctx.formats._plain import plain
+from cutctx.formats._reader import Scanned
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -157,7 +158,7 @@ class _BedrockConverse(Format[Message]):
     ) -> Rendered[Message]:
         built: list[tuple[dict[str, Any], int, int]] = []
         for piece in collect(FORMAT, view, binding):
-            if piece.index < 0:
+            if piece.index is None:
                 summary = {"role": "user", "content": [{"text": summary_text(piece.text)}]}
                 built.append((summary, piece.cost, -1))
                 continue
@@ -399,7 +400,7 @@ def _scan(  # noqa: PLR0912, PLR0915 - one pass over the messages, one branch pe
         if strict:
             if not content:
                 raise fail(FORMAT, index, f"a {role} message must have content")
-            if previous is None and role != "user":
+            if previous is None and index == 0 and role != "user":
                 raise fail(FORMAT, index, "the conversation must open with a user message")
             if role == previous:
                 raise fail(FORMAT, index, f"two {role} messages in a row (strict alternation)")

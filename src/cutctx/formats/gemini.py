@@ -49,7 +49,7 @@ from cutctx.formats._common import (
     summary_text,
     system_turn,
 )
-from cutctx.formats._format import Format, Rendered, Scanned
+from cutctx.formats._format import Format, Rendered
 from cutctx.formats._gemini_parts import (
     FORMAT,
     IMAGE_TILE_TOKENS,
@@ -64,6 +64,7 @@ from cutctx.formats._gemini_parts import (
 )
 from cutctx.formats._marks import read_marks, sent_originals
 from cutctx.formats._plain import plain
+from cutctx.formats._reader import Scanned
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -161,7 +162,7 @@ class _Gemini(Format[Message]):
     ) -> Rendered[Message]:
         built: list[tuple[dict[str, Any], int, int]] = []
         for piece in collect(FORMAT, view, binding):
-            if piece.index < 0:
+            if piece.index is None:
                 summary = {"role": "user", "parts": [{"text": summary_text(piece.text)}]}
                 built.append((summary, piece.cost, -1))
                 continue
@@ -397,7 +398,7 @@ def _scan(  # noqa: PLR0912, PLR0915 - one pass over the contents, one branch pe
     pending: list[tuple[int, str, str | None]] = []
     opener, key = -1, ""
     role_before = None if follows is None else field_of(follows, "role")
-    opening = follows is None
+    opening = offset == 0  # a later chunk's first content opens nothing
     for index, message in enumerate(items, offset):
         role = message.get("role")
         if role not in _ROLES:
