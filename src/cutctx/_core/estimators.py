@@ -83,7 +83,15 @@ def encoded_length(estimator: TokenizerEstimator, text: str) -> int:
     refuses is counted with each lone surrogate as U+FFFD, what a UTF-8 request body holds.
     """
     try:
-        return len(estimator.encode(text))
+        tokens = estimator.encode(text)
     except UnicodeEncodeError:
         repaired = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        return len(estimator.encode(repaired))
+        tokens = estimator.encode(repaired)
+    try:
+        return len(tokens)
+    except TypeError:
+        raise ValidationError(
+            f"TokenizerEstimator {estimator.name!r}: encode returned {type(tokens).__name__}, "
+            "not a sequence of token ids",
+            details={"field": "TokenizerEstimator.encode"},
+        ) from None

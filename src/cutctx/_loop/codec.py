@@ -1,156 +1,157 @@
-"""A window's state as plain JSON data, and the window it restores.
+"""A window's state as plain JSON data, and back: ``encode`` and ``decode`` of a ``WindowState``.
 
 The state carries the settings (as given), what the window has seen (how many messages and
 their fingerprint, not the messages), each held turn's price, the decisions (by turn id), the
 last request as a recipe (``i``: the history's message ``i`` as it is; ``["unmarked", i]``: that
-message without its ``sticky``/``priority`` keys; an object: a message the window made) and the
-stats. A restored window checks the history against the fingerprint in one pass and then
-continues as the uninterrupted one would, reading the old messages again only when a step
-needs their turns (a compaction), with the prices taken from the state.
+message without its ``sticky``/``priority`` keys; an object: a message the window made) with
+each message's short digest, the stats, the calibration, what the estimator counts of a probe
+text, and a digest of all of it over its canonical form (sorted keys), so an edit is seen
+whatever order a store gives the keys back in. A restored state is checked where it is cheap
+and trusted no further: the history it is handed must match its fingerprint.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from baseaicore import ValidationError
 
-from cutctx._core.values import Action, Transcript, TurnReplacement, group_id_for
-from cutctx._loop.compact import CompactedMessages, priority_policy
-from cutctx._loop.decisions import Decisions, Summary
-from cutctx._loop.fingerprint import Fingerprint
-from cutctx._loop.ledger import REQUEST_TURN_ID, Reading
+from cutctx._core.values import Action
+from cutctx._loop.ledger import Reading
+from cutctx._loop.request import WindowStats
 from cutctx._loop.settings import Settings
+from cutctx._loop.state import Calibration, Saved
+from cutctx._loop.step import digest_of, named
 from cutctx._policies.draft import estimator_marks
 from cutctx.formats import resolve
-from cutctx.formats._marks import unmarked
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
     from cutctx._loop.settings import Pin, Priority, Summarize
-    from cutctx._loop.window import ContextWindow
+    from cutctx._loop.state import WindowState
     from cutctx.formats import Format
 
-__all__ = ["Saved", "adopt", "decode", "encode", "recorded", "resume"]
+__all__ = ["PROBES", "Decoded", "check_policy", "decode", "encode", "probe_of", "seal"]
 
-STATE_VERSION: Final = 2
+STATE_VERSION: Final = 3
 _CALLABLES: Final = ("summarize", "priority", "pin")
+# What an estimator counts of these texts rides on the state: a restore under an estimator
+# that counts otherwise (another tokenizer, another per-message cost) is refused.
+PROBES: Final = ("", 'Probe: the window\'s estimator, 2026-12-01 {"k": [1, 2.5]} 中文 テスト ✓')
 
 
-@dataclass(slots=True)
-class Saved:
-    """What a state holds beyond the settings, until the window needs its decisions.
+def encode(
+    state: WindowState,
+    fmt: Format[Any],
+    settings: Settings,
+    policy: CompactionPolicy,
+    probe: list[int],
+) -> dict[str, Any]:
+    """Return ``state`` as JSON data (see the module docstring).
 
-    ``resumed`` turns true once a history matched it (the window then holds it cold).
+    A restored state no history has taken up yet is returned exactly as it was restored.
     """
-
-    count: int
-    fingerprint: str
-    prices: list[int]
-    firsts: int
-    decisions: dict[str, Any]
-    request: list[Any]
-    costs: list[int]
-    tokens: int
-    tail: bool
-    planned_by: str
-    last: int | None
-    stats: dict[str, int]
-    reading: Reading | None = None
-    resumed: bool = False
-
-
-def recorded(window: ContextWindow, count: int) -> CompactedMessages[Any]:
-    """Return a restored window's latest compaction (over its first ``count`` messages)."""
-    ledger = window._ledger
-    window._warm(ledger.seen)
-    history = Transcript(tuple(ledger.turns[: ledger.end(count)]))
-    decisions = window._decisions
-    estimator = window._settings.estimator
-    budget = window._planner.budget_for(history)
-    plan = decisions.plan(history, budget, window._planned_by, estimator)
-    view, report = decisions.view(history, plan)
-    messages = window._format.render(Transcript(tuple(view)), ledger.binding(count)).messages
-    return CompactedMessages(messages, report, plan)
-
-
-def encode(window: ContextWindow) -> dict[str, Any]:
-    """Return ``window``'s state (see the module docstring)."""
-    settings, ledger, request = window._settings, window._ledger, window._request
-    saved = window._saved
-    decisions = saved.decisions if saved is not None else _decisions_of(window)
-    return {
+    saved = state.saved
+    ledger, request = state.ledger, state.request
+    if saved is not None and not saved.resumed:
+        if saved.data is not None:
+            made: dict[str, Any] = json.loads(json.dumps(saved.data))  # a copy to change
+            return made
+        seen = {"count": saved.count, "fingerprint": saved.fingerprint}
+        prices, firsts, recipe, digests = saved.prices, saved.firsts, saved.request, saved.digests
+        costs, tokens, tail, held = saved.costs, saved.tokens, saved.tail, saved.count
+        planned_by, last, reading = saved.planned_by, saved.last, saved.reading
+    else:
+        seen = {"count": ledger.count, "fingerprint": ledger.fingerprint()}
+        prices, firsts, recipe = ledger.prices(), ledger.firsts, request.recipe
+        digests = request.digests  # topped up here: the messages a step appended since
+        digests.extend(digest_of(fmt, message) for message in request.messages[len(digests) :])
+        costs, tokens, tail, held = request.costs, request.tokens, request.tail, request.held
+        planned_by, last, reading = named(state.planned_by), state.last_count, ledger.reading
+    decisions = saved.decisions if saved is not None else _decisions_of(state)
+    stats = state.stats
+    body = {
         "cutctx_window": STATE_VERSION,
-        "format": window._format.name,
+        "format": fmt.name,
         **settings.given,
         **{name: getattr(settings, name) is not None for name in _CALLABLES},
-        "policy": _named(window._policy),
+        "policy": named(policy),
         "estimator": list(estimator_marks(settings.estimator)),
-        "seen": {"count": ledger.count, "fingerprint": ledger.fingerprint()},
-        "head": [turn.token_estimate for turn in ledger.head if turn.turn_id != REQUEST_TURN_ID],
-        "prices": ledger.prices(),
-        "firsts": ledger.firsts,
-        "reading": _reading_of(window, saved),
+        "probe": probe,
+        "seen": seen,
+        "head": ledger.head_prices(),
+        "prices": list(prices),
+        "firsts": firsts,
+        "reading": None
+        if reading is None or reading.state is None
+        else [reading.count, reading.state],
         "decisions": decisions,
-        "request": [_literal(item) for item in request.recipe],
-        "costs": list(request.costs),
-        "tokens": request.tokens,
-        "held": request.held,
-        "tail": request.tail,
-        "planned_by": _named(window._planned_by),
-        "last": window._last_count,
+        "request": [_literal(item) for item in recipe],
+        "digests": list(digests),
+        "costs": list(costs),
+        "tokens": tokens,
+        "held": held,
+        "tail": tail,
+        "planned_by": planned_by,
+        "last": last,
         "stats": {
-            "requests": window._stats.requests,
-            "compactions": window._stats.compactions,
-            "resets": window._stats.resets,
-            "first_changed_index": window._stats.first_changed_index,
-            "stable_prefix_tokens": window._stats.stable_prefix_tokens,
+            "requests": stats.requests,
+            "compactions": stats.compactions,
+            "resets": stats.resets,
+            "first_changed_index": stats.first_changed_index,
+            "stable_prefix_tokens": stats.stable_prefix_tokens,
         },
+        "calibration": state.calibration.to_data(),
+        "head_changed": state.before is not None,  # set_system since the last request
     }
+    return seal(body)
 
 
-def _reading_of(window: ContextWindow, saved: Saved | None) -> list[Any] | None:
-    """The format's reader state after the messages it settled, with their count."""
-    reading = saved.reading if saved is not None and not saved.resumed else window._ledger.reading
-    return None if reading is None or reading.state is None else [reading.count, reading.state]
+def seal(body: dict[str, Any]) -> dict[str, Any]:
+    """Return ``body`` with its ``digest`` (of the rest, in canonical form) set."""
+    body["digest"] = _digest(body)
+    return body
 
 
-def _named(policy: object) -> str:
-    return f"{getattr(policy, 'name', '?')}@{getattr(policy, 'version', '?')}"
+def probe_of(estimator: TokenEstimator) -> list[int]:
+    return [estimator.estimate_tokens(text) for text in PROBES]
+
+
+def _digest(body: dict[str, Any]) -> str:
+    text = json.dumps(
+        {key: value for key, value in body.items() if key != "digest"},
+        sort_keys=True,
+        separators=(",", ":"),
+        allow_nan=False,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _literal(item: object) -> object:
-    if isinstance(item, int | list):
-        return item
-    if isinstance(item, dict):
+    if isinstance(item, int | list | dict):
         return item
     return ["render"]  # a message object of a custom format: rendered again on restore
 
 
-def _decisions_of(window: ContextWindow) -> dict[str, Any]:
-    ledger, decisions = window._ledger, window._decisions
-    turns = ledger.turns
-    actions = decisions.actions
+def _decisions_of(state: WindowState) -> dict[str, Any]:
+    turns, decisions = state.ledger.turns, state.decisions
+    actions, stubs = decisions.actions, decisions.stubs
     return {
         "masked": [
             [turns[index].turn_id, stub.content, stub.token_estimate]
-            for index, stub in sorted(decisions.stubs.items())
+            for index, stub in sorted(stubs.items())
             if actions[index] is Action.MASK
         ],
         "excerpted": [
             [turns[index].turn_id, stub.content, stub.token_estimate]
-            for index, stub in sorted(decisions.stubs.items())
+            for index, stub in sorted(stubs.items())
             if actions[index] is Action.EXCERPT
         ],
         "dropped": [
-            turns[index].turn_id
-            for index, action in enumerate(decisions.actions)
-            if action is Action.DROP
+            turns[index].turn_id for index, action in enumerate(actions) if action is Action.DROP
         ],
         "groups": [
             {
@@ -165,8 +166,21 @@ def _decisions_of(window: ContextWindow) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """What a state restores: the format, the settings and the parts of the window's state."""
+
+    fmt: Format[Any]
+    settings: Settings
+    policy: str
+    probe: list[int]
+    head_changed: bool
+    saved: Saved
+    stats: WindowStats
+    calibration: Calibration
+
+
 def decode(
-    cls: type[ContextWindow],
     state: object,
     *,
     estimator: TokenEstimator | None,
@@ -175,13 +189,13 @@ def decode(
     priority: Priority | None,
     pin: Pin | None,
     format: Format[Any] | None,
-) -> ContextWindow:
-    """Return the window ``state`` describes, with the callables given again.
+) -> Decoded:
+    """Return what ``state`` restores, with the callables given again, checked.
 
     Raises:
-        ValidationError: for a state that is not one ``state()`` returned, or an argument the
-            state needs that is missing (naming it), or a policy or estimator other than the
-            state's.
+        ValidationError: for a state that is not one ``state()`` returned (or was edited since),
+            an argument the state needs that is missing (naming it), or an estimator or format
+            other than the state's.
     """
     data = _loaded(state)
     given = {"estimator": estimator, "summarize": summarize, "priority": priority, "pin": pin}
@@ -193,45 +207,27 @@ def decode(
             estimator, summarize, policy, data["summary_input_tokens"],
             data["cache_breakpoints"], priority, pin, data["max_result_tokens"], data["recall"],
         )  # fmt: skip
-        settings = dataclasses.replace(settings, head_prices=tuple(map(int, data["head"])))
-        window = cls.__new__(cls)
-        window._setup(
-            resolve(format if format is not None else data["format"], owner="ContextWindow"),
-            settings,
-        )
-        _check_same(window, data)
-        seen = data["seen"]
-        window._saved = Saved(
-            int(seen["count"]),
-            str(seen["fingerprint"]),
-            [int(price) for price in data["prices"]],
-            int(data["firsts"]),
-            dict(data["decisions"]),
-            list(data["request"]),
-            [int(cost) for cost in data["costs"]],
-            int(data["tokens"]),
-            bool(data["tail"]),
-            str(data["planned_by"]),
-            data["last"],
-            {key: int(value) for key, value in data["stats"].items()},
-            _reading(data.get("reading")),
-        )
-        window._stats = type(window._stats)(**window._saved.stats)
+        head = _ints(data["head"], "head")
+        fmt = resolve(format if format is not None else data["format"], owner="ContextWindow")
+        _check_counts(data, fmt, settings)
+        calibration = Calibration.of_data(data["calibration"])
+        saved = _saved(data, calibration)
+        stats = WindowStats(**{key: _int(value, "stats") for key, value in data["stats"].items()})
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ValidationError(
             f"ContextWindow.from_state: malformed state ({type(error).__name__}: {error})",
             details={"field": "state"},
         ) from None
-    return window
-
-
-def _reading(value: object) -> Reading | None:
-    """Read a state's ``reading`` (``None``: the format reads the held messages again)."""
-    if value is None:
-        return None
-    if not isinstance(value, list) or len(value) != 2 or not isinstance(value[1], dict):
-        raise TypeError("reading")
-    return Reading(int(value[0]), value[1])
+    return Decoded(
+        fmt,
+        replace(settings, head_prices=tuple(head)),
+        str(data["policy"]),
+        list(data["probe"]),
+        data["head_changed"] is True,
+        saved,
+        stats,
+        calibration,
+    )
 
 
 def _loaded(state: object) -> dict[str, Any]:
@@ -245,6 +241,16 @@ def _loaded(state: object) -> dict[str, Any]:
             "ContextWindow.from_state: not a window state (or of another version)",
             details={"field": "state"},
         )
+    try:
+        made = _digest(state)
+    except (TypeError, ValueError):
+        made = None
+    if state.get("digest") != made:
+        raise ValidationError(
+            "ContextWindow.from_state: the state was changed since state() made it (its digest "
+            "does not match its body)",
+            details={"field": "digest"},
+        )
     return state
 
 
@@ -253,7 +259,7 @@ def _check_given(data: dict[str, Any], given: dict[str, Any], fmt: object) -> No
     for name in _CALLABLES:
         if data[name] and given[name] is None:
             raise _missing(name, f"the state was made with {name}=")
-    ratio, tokenizer = data["estimator"]
+    _, tokenizer = data["estimator"]
     if tokenizer is not None and given["estimator"] is None:
         raise _missing("estimator", f"the state was priced by {tokenizer!r}")
     if fmt is None:
@@ -263,7 +269,6 @@ def _check_given(data: dict[str, Any], given: dict[str, Any], fmt: object) -> No
             raise _missing(
                 "format", f"the state is of the custom format {data['format']!r}"
             ) from None
-    del ratio
 
 
 def _missing(name: str, why: str) -> ValidationError:
@@ -272,114 +277,143 @@ def _missing(name: str, why: str) -> ValidationError:
     )
 
 
-def _check_same(window: ContextWindow, data: dict[str, Any]) -> None:
-    named = _named(window._policy)
-    if named != data["policy"]:
+def _check_counts(data: dict[str, Any], fmt: Format[Any], settings: Settings) -> None:
+    """Check the estimator and the format are the state's, by what they are and count."""
+    marks = list(estimator_marks(settings.estimator))
+    probe = probe_of(settings.estimator)
+    if marks != data["estimator"] or probe != data["probe"]:
         raise ValidationError(
-            f"ContextWindow.from_state: the state was made with policy {data['policy']!r}, "
-            f"this window has {named!r}; pass policy=",
-            details={"field": "policy"},
-        )
-    marks = list(estimator_marks(window._settings.estimator))
-    if marks != data["estimator"]:
-        raise ValidationError(
-            f"ContextWindow.from_state: the state was priced by {data['estimator']!r}, this "
-            f"window's estimator is {marks!r}; pass the same estimator=",
+            f"ContextWindow.from_state: the state was priced by {data['estimator']!r}, counting "
+            f"{data['probe']!r} of its probe texts; this window's estimator is {marks!r}, "
+            f"counting {probe!r}; pass the same estimator=",
             details={"field": "estimator"},
         )
-    if window._format.name != data["format"]:
+    if fmt.name != data["format"]:
         raise ValidationError(
             f"ContextWindow.from_state: the state is of format {data['format']!r}, not "
-            f"{window._format.name!r}",
+            f"{fmt.name!r}",
             details={"field": "format"},
         )
 
 
-def resume(window: ContextWindow, history: Sequence[Any]) -> None:
-    """Take up a restored state over ``history``: held cold if it starts as the state saw."""
-    saved = window._saved
-    assert saved is not None  # noqa: S101 - only called with a state pending
-    render = any(item == ["render"] for item in saved.request)  # a message the state lacks
-    made = (
-        None
-        if len(history) < saved.count
-        else Fingerprint.resume(
-            history[: saved.count], window._format.fingerprint_data, saved.fingerprint
-        )
-    )
-    if made is None:
-        window._saved = None
-        window._before = [] if render else _resolved(saved.request, history)
-        window._stats = type(window._stats)(**{**saved.stats, "resets": saved.stats["resets"] + 1})
-        return
-    saved.resumed = True
-    window._ledger.restore(history, saved.count, saved.prices, saved.firsts, made, saved.reading)
-    if window._recall is not None:
-        window._recall.complete = False
-    window._view = None
-    window._decisions = Decisions([])
-    window._last_count = saved.last
-    window._planned_by = (
-        window._policy if saved.planned_by == _named(window._policy) else _priority(window)
-    )
-    request = window._request
-    request.messages = [] if render else _resolved(saved.request, history)
-    request.recipe = list(saved.request)
-    request.costs, request.tokens = list(saved.costs), saved.tokens
-    request.held, request.tail = saved.count, saved.tail and not render
-
-
-def _priority(window: ContextWindow) -> CompactionPolicy:
-    return priority_policy(window._settings.estimator)
-
-
-def _resolved(recipe: Sequence[Any], history: Sequence[Any]) -> list[Any]:
-    out: list[Any] = []
-    for item in recipe:
-        if isinstance(item, int):
-            out.append(history[item])
-        elif isinstance(item, list):
-            out.append(unmarked(history[item[1]]))
-        else:
-            out.append(item)
-    return out
-
-
-def adopt(window: ContextWindow) -> None:
-    """Rebuild the saved decisions over the ledger, now that it has read the messages."""
-    saved = window._saved
-    assert saved is not None  # noqa: S101 - only called while a state is pending
-    window._saved = None
-    ledger = window._ledger
-    index_of = ledger.index_of
-    actions = [Action.KEEP] * len(ledger.turns)
-    stubs: dict[int, TurnReplacement] = {}
-    summaries: dict[str, Summary] = {}
-    data = saved.decisions
-    try:
-        for turn_id, content, estimate in data["masked"]:
-            index = index_of[turn_id]
-            actions[index] = Action.MASK
-            stubs[index] = TurnReplacement(content, estimate)
-        for turn_id, content, estimate in data["excerpted"]:
-            index = index_of[turn_id]
-            actions[index] = Action.EXCERPT
-            stubs[index] = TurnReplacement(content, estimate)
-        for turn_id in data["dropped"]:
-            actions[index_of[turn_id]] = Action.DROP
-        for group in data["groups"]:
-            members = tuple(index_of[turn_id] for turn_id in group["turn_ids"])
-            for member in members:
-                actions[member] = Action.SUMMARIZE
-            key = group_id_for(list(group["turn_ids"]))
-            summaries[key] = Summary(
-                members, group["target_tokens"], group["prompt_id"], group["text"], group["cost"]
-            )
-    except (KeyError, TypeError, ValueError) as error:
+def check_policy(decoded: Decoded, policy: CompactionPolicy) -> None:
+    """Raise unless ``policy`` (the restored window's) is the one the state was made with."""
+    if named(policy) != decoded.policy:
         raise ValidationError(
-            f"ContextWindow.from_state: the state does not fit the history "
-            f"({type(error).__name__}: {error})",
-            details={"field": "state"},
-        ) from None
-    window._decisions = Decisions(actions, stubs, summaries)
-    window._view = None
+            f"ContextWindow.from_state: the state was made with policy {decoded.policy!r}, "
+            f"this window has {named(policy)!r}; pass policy=",
+            details={"field": "policy"},
+        )
+
+
+def _int(value: object, field: str) -> int:
+    if type(value) is not int or value < 0:
+        raise ValidationError(
+            f"ContextWindow.from_state: malformed state ({field} holds {value!r:.40})",
+            details={"field": field},
+        )
+    return value
+
+
+def _ints(values: object, field: str) -> list[int]:
+    if not isinstance(values, list) or not all(type(value) is int for value in values):
+        raise ValidationError(
+            f"ContextWindow.from_state: malformed state ({field} is not a list of counts)",
+            details={"field": field},
+        )
+    if values and min(values) < 0:
+        raise ValidationError(
+            f"ContextWindow.from_state: malformed state ({field} holds a negative count)",
+            details={"field": field},
+        )
+    return values
+
+
+def _saved(data: dict[str, Any], calibration: Calibration) -> Saved:
+    """Return the state's body, checked where it is cheap (counts, ranges, lengths)."""
+    seen = data["seen"]
+    count = _int(seen["count"], "seen")
+    recipe = data["request"]
+    if not isinstance(recipe, list):
+        raise _unfit("request is not a list")
+    for item in recipe:
+        index = item if type(item) is int else item[1] if _is_unmarked(item) else None
+        if index is not None and not 0 <= index < count:
+            raise _unfit(f"the request names message {index} of {count}")
+        if index is None and not isinstance(item, dict) and item != ["render"]:
+            raise _unfit(f"the request holds {item!r:.40}")
+    if count and not recipe:
+        raise _unfit(f"an empty request for {count} messages")
+    costs, digests = _ints(data["costs"], "costs"), data["digests"]
+    if len(costs) != len(recipe) or not isinstance(digests, list) or len(digests) > len(recipe):
+        raise _unfit("the request's costs or digests do not match its messages")
+    tokens, held = _int(data["tokens"], "tokens"), _int(data["held"], "held")
+    top = _top(_int(data["max_tokens"], "max_tokens"), calibration)
+    if held != count or tokens > top:
+        raise _unfit(f"the request holds {held} of {count} messages at {tokens} tokens")
+    last = data["last"]
+    if last is not None and not 0 <= _int(last, "last") <= count:
+        raise _unfit(f"the latest compaction was over {last} of {count} messages")
+    firsts = _int(data["firsts"], "firsts")
+    reading = _reading(data.get("reading"), count)
+    decisions = data["decisions"]
+    if not isinstance(decisions, dict) or set(decisions) != {
+        "masked",
+        "excerpted",
+        "dropped",
+        "groups",
+    }:
+        raise _unfit("decisions")
+    return Saved(
+        data,
+        count,
+        str(seen["fingerprint"]),
+        _ints(data["prices"], "prices"),
+        firsts,
+        decisions,
+        list(recipe),
+        [str(digest) for digest in digests],
+        costs,
+        tokens,
+        bool(data["tail"]),
+        str(data["planned_by"]),
+        last,
+        reading,
+    )
+
+
+def _reading(value: object, count: int) -> Reading | None:
+    """Read a state's ``reading`` (``None``: the format reads the held messages again)."""
+    if value is None:
+        return None
+    if not (
+        isinstance(value, list)
+        and len(value) == 2
+        and type(value[0]) is int
+        and 0 <= value[0] <= count
+        and isinstance(value[1], dict)
+    ):
+        raise _unfit(f"the format's reading {value!r:.40}")
+    return Reading(value[0], value[1])
+
+
+def _top(max_tokens: int, calibration: Calibration) -> int:
+    """Return the most tokens a state's request may hold.
+
+    That is ``max_tokens``, or more where a calibration found the provider counting less.
+    """
+    low = min([1.0, *calibration.ratios])
+    return int(max_tokens / low) + 1
+
+
+def _is_unmarked(item: object) -> bool:
+    return (
+        isinstance(item, list) and len(item) == 2 and item[0] == "unmarked" and type(item[1]) is int
+    )
+
+
+def _unfit(why: str) -> ValidationError:
+    return ValidationError(
+        f"ContextWindow.from_state: the state does not hold together ({why})",
+        details={"field": "state"},
+    )

@@ -84,6 +84,22 @@ class Decisions:
         self.stubs: dict[int, TurnReplacement] = {} if stubs is None else stubs
         self.summaries: dict[str, Summary] = {} if summaries is None else summaries
 
+    def copy(self) -> Decisions:
+        """Return a copy that may be changed without touching these."""
+        return Decisions(list(self.actions), dict(self.stubs), dict(self.summaries))
+
+    def reheaded(self, old: int, new: int) -> Decisions:
+        """Return these decisions over a head of ``new`` turns instead of ``old`` (kept)."""
+        moved = new - old
+        return Decisions(
+            [Action.KEEP] * new + self.actions[old:],
+            {index + moved: stub for index, stub in self.stubs.items()},
+            {
+                key: replace(summary, members=tuple(member + moved for member in summary.members))
+                for key, summary in self.summaries.items()
+            },
+        )
+
     def keep(self, count: int) -> None:
         """Keep ``count`` more turns (the new messages)."""
         self.actions.extend([Action.KEEP] * count)

@@ -75,6 +75,12 @@ class Fingerprint:
         self._canonical = link
         self.count = len(messages)
 
+    def copy(self) -> Fingerprint:
+        """Return a copy that goes on independently."""
+        made = Fingerprint(self._data)
+        made._hash, made._canonical, made.count = self._hash.copy(), self._canonical, self.count
+        return made
+
     def hexdigest(self) -> str:
         """Return the fingerprint so far: ``RAW.CANONICAL``, 64 hex digits each."""
         assert self._canonical is not None  # noqa: S101 - resume sets it before it returns

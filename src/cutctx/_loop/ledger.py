@@ -26,10 +26,19 @@ if TYPE_CHECKING:
     from cutctx._loop.settings import Settings
     from cutctx.formats import Format
 
-__all__ = ["REQUEST_TURN_ID", "Ledger", "Reading", "message_costs", "pin_first"]
+__all__ = ["REQUEST_TURN_ID", "Ledger", "Reading", "message_costs", "pin_first", "unfit"]
 
 REQUEST_TURN_ID = "request"
 """The pinned turn that holds what a request costs beyond its messages (never rendered)."""
+
+
+def unfit(prices: int, turns: int) -> ValidationError:
+    """Return the error for a state whose ``prices`` do not fit the history's ``turns``."""
+    return ValidationError(
+        f"ContextWindow.from_state: the state does not fit the history ({prices} prices "
+        f"for {turns} turns)",
+        details={"field": "state", "prices": prices, "turns": turns},
+    )
 
 
 def message_costs(read: Scanned[Any]) -> list[int]:
@@ -110,6 +119,18 @@ class Ledger:
     def __init__(self, fmt: Format[Any], settings: Settings) -> None:
         self.fmt = fmt
         self.settings = settings
+        self.head = self._head()
+        # The format's reader is scratch: every ``read`` sets it from ``reading`` first, so a
+        # copy of the ledger may share it (one step at a time uses it).
+        self._reader = fmt.reader(
+            estimator=settings.estimator, priority=settings.priority, pin=settings.pin
+        )
+        self._pending: tuple[int, int, Reading] | None = None  # read, not held yet
+        self.clear()
+
+    def _head(self) -> tuple[TranscriptTurn, ...]:
+        """Return the head's turns for the settings: the system prompt, the request's extras."""
+        fmt, settings = self.fmt, self.settings
         # What a request costs beyond its messages (a reply's priming) is held as one more
         # pinned turn that is never rendered, so every budget leaves room for it.
         overhead = fmt.request_overhead(settings.estimator)
@@ -119,16 +140,35 @@ class Ledger:
             head = fmt.head(settings.system, estimator=settings.estimator)
         else:  # restored: the turns read cheaply, the prices the state's
             read = fmt.head(settings.system, estimator=CharRatioEstimator())
+            if len(read) != len(prices):
+                raise unfit(len(prices), len(read))
             head = tuple(
                 dataclasses.replace(turn, token_estimate=price)
                 for turn, price in zip(read, prices, strict=True)
             )
-        self.head = (*head, *(extra if overhead else ()))
-        self._reader = fmt.reader(
-            estimator=settings.estimator, priority=settings.priority, pin=settings.pin
-        )
-        self._pending: tuple[int, int, Reading] | None = None  # read, not held yet
-        self.clear()
+        return (*head, *(extra if overhead else ()))
+
+    def rehead(self, settings: Settings) -> int:
+        """Take a new head (a new system prompt in ``settings``), the messages kept.
+
+        Return how many turns the head grew by (the held turns' indices move by as many).
+        """
+        old = self.head
+        self.settings = settings
+        self.head = self._head()
+        moved = len(self.head) - len(old)
+        for turn in old:
+            del self.parts[turn.turn_id], self.index_of[turn.turn_id]
+        self.turns[: len(old)] = self.head
+        for turn in self.head:
+            self.parts[turn.turn_id] = Part(turn, None, None, maskable=False, siblings=1)
+        if moved:
+            self.index_of.clear()
+            self.index_of.update({turn.turn_id: index for index, turn in enumerate(self.turns)})
+            self.ends[:] = [end + moved for end in self.ends]
+        else:
+            self.index_of.update({turn.turn_id: index for index, turn in enumerate(self.head)})
+        return moved
 
     def clear(self) -> None:
         """Forget every message."""
@@ -148,6 +188,24 @@ class Ledger:
         # The format's reader state after the held messages it has settled (all but a trailing
         # run whose turns the next message may change), and how many those are.
         self.reading: Reading = Reading(0, None)
+
+    def copy(self) -> Ledger:
+        """Return a copy that may be changed without touching this ledger."""
+        made = object.__new__(Ledger)
+        made.fmt, made.settings, made.head = self.fmt, self.settings, self.head
+        made.turns, made.parts = list(self.turns), dict(self.parts)
+        made.index_of, made.sent = dict(self.index_of), list(self.sent)
+        made.originals, made.seen, made.ends = (
+            list(self.originals),
+            list(self.seen),
+            list(self.ends),
+        )
+        made.firsts, made.first_indices = self.firsts, list(self.first_indices)
+        made.print = None if self.print is None else self.print.copy()
+        made._reader, made._pending, made.reading = self._reader, self._pending, self.reading
+        cold = self.cold
+        made.cold = None if cold is None else _Cold(cold.count, cold.prices, list(cold.tail))
+        return made
 
     @property
     def count(self) -> int:
@@ -266,6 +324,8 @@ class Ledger:
             pin=settings.pin,
         )
         scanned = reader.read(history[: cold.count], final=True)
+        if len(scanned.turns) != len(cold.prices):
+            raise unfit(len(cold.prices), len(scanned.turns))
         priced = [
             dataclasses.replace(turn, token_estimate=price)
             for turn, price in zip(scanned.turns, cold.prices, strict=True)
@@ -304,6 +364,10 @@ class Ledger:
         if self.print is None:
             self.print = Fingerprint.of(self.seen, self.fmt.fingerprint_data)
         return self.print.hexdigest()
+
+    def head_prices(self) -> list[int]:
+        """Return the prices of the head's turns (the request-level system prompt)."""
+        return [turn.token_estimate for turn in self.head if turn.turn_id != REQUEST_TURN_ID]
 
     def prices(self) -> list[int]:
         """Return every held message turn's price, in order (the head's left out)."""

@@ -152,13 +152,18 @@ class Planner:
         summaries = any(turn.turn_id.startswith(SUMMARY_TURN_ID_PREFIX) for turn in current.turns)
         transcripts = [_with_summaries_pinned(current), current] if summaries else [current]
         made: Stages = ()
+        refused: BudgetUnsatisfiable | None = None
         for transcript, budget in itertools.product(transcripts, budgets):
             try:
                 made = self._run(transcript, stages, budget)
-            except BudgetUnsatisfiable:
+            except BudgetUnsatisfiable as error:
+                refused = error
                 continue  # the summaries alone do not fit: give them up
             if made[-1][1].tokens_after_estimate <= budget:
                 break
+        if not made:  # the policy itself found the budget unsatisfiable, every time
+            assert refused is not None  # noqa: S101 - the loop ran at least once
+            raise refused
         plan = made[-1][1]
         if plan.tokens_after_estimate > settings.max_tokens:
             kept = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from baseaicore import ValidationError
@@ -80,6 +80,8 @@ class Request:
 
     ``tokens`` is the estimate of the view (decisions applied, summaries as rendered), ``held``
     the history messages it reflects, ``tail`` whether it ends with the last of them as it is.
+    ``digests`` are the digests of its first messages, as far as a state has needed them (the
+    codec tops them up): a restored window compares the next request against them.
     """
 
     messages: list[Any]
@@ -88,11 +90,16 @@ class Request:
     held: int
     tail: bool
     recipe: list[Any]
+    digests: list[str] = field(default_factory=list)
 
     @classmethod
     def empty(cls, tokens: int, *, tail: bool) -> Request:
         """Return the request of no message, whose view costs ``tokens`` (the head)."""
         return cls([], [], tokens, 0, tail, [])
+
+    def copy(self) -> Request:
+        """Return a copy that may be changed without touching this request."""
+        return replace(self, digests=list(self.digests))
 
     @classmethod
     def rendered(

@@ -1,26 +1,27 @@
 """``ContextWindow``: the object an agent loop keeps for one conversation.
 
-The window composes four parts and decides little itself: the ``Ledger`` (what it has read of
-the history, priced once), the ``Decisions`` (one action per turn, as the policies draft them),
-the policies (which plan each compaction over the current request) and the ``Format`` (which
-renders the view and prices each message as sent). A step that stays under ``compact_at``
-prices only the new messages and appends them; a step that would pass it plans once over the
-current request, folds the plans into the decisions, and makes the view through the executor
-from the one plan over the whole history. See ``docs/agent-loop.md`` and ``docs/design.md``.
+The window composes its parts and decides little itself: what it knows between calls is one
+``WindowState`` (the ledger, the decisions, the last request, the calibration, ...); each
+``prepare`` is a ``Step`` over a copy of it, adopted in one assignment when the step succeeds;
+the codec writes and reads the state whole; the policies plan, the ``Format`` reads and renders.
+One caller at a time: a step takes the window's one token. See ``docs/agent-loop.md`` and
+``docs/design.md``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, cast
 
 from baseaicore import ValidationError
 
-from cutctx._core.values import DEFAULT_PLACEHOLDER, Action, Transcript
+from cutctx._core.values import DEFAULT_PLACEHOLDER, Action
 from cutctx._loop import codec
-from cutctx._loop.compact import CompactedMessages, default_messages_policy
-from cutctx._loop.decisions import Decisions, excerpts_of
+from cutctx._loop.compact import default_messages_policy
+from cutctx._loop.decisions import Decisions
+from cutctx._loop.jsondata import check_json
 from cutctx._loop.ledger import Ledger
-from cutctx._loop.planner import Pending, Planner
+from cutctx._loop.planner import Planner
 from cutctx._loop.recall import (
     DEFAULT_PAGE_TOKENS,
     RECALL_PLACEHOLDER,
@@ -28,19 +29,19 @@ from cutctx._loop.recall import (
     answer,
     tool_of,
 )
-from cutctx._loop.request import Request, WindowStats, counted
+from cutctx._loop.request import Request, WindowStats
 from cutctx._loop.settings import Settings
+from cutctx._loop.state import WindowState
+from cutctx._loop.step import Step
 from cutctx.formats import resolve
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from cutctx._core.plan import CompactionPlan
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
-    from cutctx._core.report import CompactionReport
-    from cutctx._core.values import TranscriptTurn, TurnReplacement
+    from cutctx._loop.compact import CompactedMessages
     from cutctx._loop.settings import Pin, Priority, Summarize
-    from cutctx.formats import Format, FormatName, Scanned
+    from cutctx.formats import Format, FormatName
 
 __all__ = ["ContextWindow", "WindowStats"]
 
@@ -100,6 +101,8 @@ class ContextWindow:
             keep_recent_results, system, estimator, summarize, policy, summary_input_tokens,
             cache_breakpoints, priority, pin, max_result_tokens, recall,
         )  # fmt: skip
+        if system is not None:
+            check_json(system, "system")
         self._setup(resolve(format, owner="ContextWindow"), settings)
 
     def _setup(self, fmt: Format[Any], settings: Settings) -> None:
@@ -113,18 +116,24 @@ class ContextWindow:
             placeholder=RECALL_PLACEHOLDER if settings.recall else DEFAULT_PLACEHOLDER,
         )
         self._recall = RecallIndex() if settings.recall else None
-        self._planner = Planner(self._format, settings, self._policy)
-        self._ledger = Ledger(self._format, settings)
-        self._decisions = Decisions([Action.KEEP] * len(self._ledger.head))
-        head = sum(turn.token_estimate for turn in self._ledger.head)
-        self._request = Request.empty(head, tail=True)
-        self._view: list[TranscriptTurn] | None = list(self._ledger.head)
-        self._stats = WindowStats()
-        self._last: CompactedMessages[Any] | None = None
-        self._planned_by = self._policy  # the policy of the latest compaction
-        self._last_count: int | None = None  # the messages it was over
-        self._before: list[Any] | None = None  # the request before a reset
-        self._saved: codec.Saved | None = None  # a restored state, until the history is seen
+        self._free = [True]  # the one caller's token: taken by a step in flight (see _enter)
+        self._probe: list[int] | None = None  # the estimator's count of the probe texts
+        ledger = Ledger(fmt, settings)
+        head = sum(turn.token_estimate for turn in ledger.head)
+        self._state = WindowState(
+            ledger,
+            Decisions([Action.KEEP] * len(ledger.head)),
+            Request.empty(head, tail=True),
+            list(ledger.head),
+            WindowStats(),
+            self._policy,
+        )
+        self._tune()
+
+    def _tune(self) -> None:
+        """Hold the thresholds at the calibration's (the planner plans with them)."""
+        self._limits = self._state.calibration.applied(self._settings)
+        self._planner = Planner(self._format, self._limits, self._policy)
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -146,14 +155,18 @@ class ContextWindow:
     @property
     def stats(self) -> WindowStats:
         """Requests, compactions, resets, and what the last request shares with the previous."""
-        return self._stats
+        return self._state.stats
 
     @property
     def last(self) -> CompactedMessages[Any] | None:
         """The latest compaction: its request, report and plan over the whole history then."""
-        if self._last is None and self._last_count is not None:
-            self._last = codec.recorded(self, self._last_count)  # a restored window's
-        return self._last
+        state = self._state
+        if state.last is None and state.last_count is not None:  # a restored window's
+            step = self._step()
+            made = step.recorded()
+            self._keep(step)
+            return made
+        return state.last
 
     @property
     def recall_tool(self) -> dict[str, Any] | None:
@@ -174,11 +187,13 @@ class ContextWindow:
         one). Every tool result the window has seen can be read, dropped ones included. A bad
         argument or an unknown digest gives back a one-line explanation, never an exception.
         """
-        unseen = self._saved is not None and not self._saved.resumed
-        if self._recall is not None and not self._recall.complete and not unseen:
-            self._warm(self._ledger.seen)  # restored from a state: read the old messages once
-            self._recall.fill(self._ledger.turns)
-        return answer(self._recall, arguments, self._format, self._settings, unseen=unseen)
+        state = self._state
+        if self._recall is not None and not self._recall.complete and not state.unseen:
+            step = self._step()  # restored from a state: read the old messages once
+            step.warm(state.ledger.seen)
+            self._recall.fill(step.state.ledger.turns)
+            self._keep(step)
+        return answer(self._recall, arguments, self._format, self._settings, unseen=state.unseen)
 
     def prepare[M](self, history: Sequence[M]) -> list[M]:
         """Return the messages to send now for ``history``; see the class docstring.
@@ -190,10 +205,14 @@ class ContextWindow:
                 (naming the largest of them).
             SummaryMissing: if ``policy`` plans a summary and no ``summarize`` was given.
         """
-        pending = self._begin(history)
-        if pending is not None:
-            self._complete(pending, pending.fulfil(self._settings.summarize))
-        return cast("list[M]", self._emit())
+        step = self._enter()
+        try:
+            pending = step.begin(history)
+            if pending is not None:
+                step.complete(pending, pending.fulfil(self._settings.summarize))
+            return cast("list[M]", self._commit(step))
+        finally:
+            self._free.append(True)
 
     async def aprepare[M](self, history: Sequence[M]) -> list[M]:
         """Return the messages to send now, awaiting an async ``summarize``; as ``prepare``.
@@ -203,10 +222,14 @@ class ContextWindow:
             BudgetUnsatisfiable: as ``prepare``.
             SummaryMissing: as ``prepare``.
         """
-        pending = self._begin(history)
-        if pending is not None:
-            self._complete(pending, await pending.afulfil(self._settings.summarize))
-        return cast("list[M]", self._emit())
+        step = self._enter()
+        try:
+            pending = step.begin(history)
+            if pending is not None:
+                step.complete(pending, await pending.afulfil(self._settings.summarize))
+            return cast("list[M]", self._commit(step))
+        finally:
+            self._free.append(True)
 
     def state(self) -> dict[str, Any]:
         """Return the configuration and the decisions as plain JSON data.
@@ -214,7 +237,9 @@ class ContextWindow:
         ``ContextWindow.from_state(state, ...)`` continues from it with the same requests; any
         history ``prepare`` accepted has a state.
         """
-        return codec.encode(self)
+        if self._probe is None:
+            self._probe = codec.probe_of(self._settings.estimator)
+        return codec.encode(self._state, self._format, self._settings, self._policy, self._probe)
 
     @classmethod
     def from_state(
@@ -239,212 +264,122 @@ class ContextWindow:
             ValidationError: for a state that is not one ``state()`` returned, a missing
                 argument the state needs (naming it), or a policy other than the state's.
         """
-        return codec.decode(
-            cls, state, estimator=estimator, summarize=summarize, policy=policy,
+        decoded = codec.decode(
+            state, estimator=estimator, summarize=summarize, policy=policy,
             priority=priority, pin=pin, format=format,
         )  # fmt: skip
+        window = cls.__new__(cls)
+        window._setup(decoded.fmt, decoded.settings)
+        codec.check_policy(decoded, window._policy)
+        window._probe = decoded.probe
+        window._state = dataclasses.replace(
+            window._state,
+            saved=decoded.saved,
+            stats=decoded.stats,
+            calibration=decoded.calibration,
+            before=[] if decoded.head_changed else None,
+        )
+        if window._recall is not None:
+            window._recall = RecallIndex(complete=False)  # indexed when first asked
+        window._tune()
+        return window
+
+    def report_usage(self, input_tokens: int) -> None:
+        """Report the provider's input token count for the request this window returned last.
+
+        The window learns how the provider counts against its own estimate and keeps every
+        later request under ``max_tokens`` by the provider's count (docs/agent-loop.md,
+        "Calibration"); the calibration is part of ``state()``.
+
+        Raises:
+            ValidationError: for a count that is not an int ``>= 0``, before any request, or
+                while a step is in flight.
+
+        .. versionadded:: 0.1.1
+        """
+        self._take()
+        try:
+            state = self._state
+            calibration = state.calibration.reported(input_tokens)
+            self._state = dataclasses.replace(state, calibration=calibration)
+            self._tune()
+        finally:
+            self._free.append(True)
+
+    def set_system(self, system: str | list[dict[str, Any]] | None) -> None:
+        """Take a new request-level system prompt, keeping every decision on the messages.
+
+        The new head is priced; the next ``prepare`` re-plans only if it puts the request over
+        ``compact_at``, and its stats count it as a changed prefix (nothing cached is shared).
+        The system prompt is part of ``state()``.
+
+        Raises:
+            ValidationError: for a system prompt JSON cannot carry, or while a step is in
+                flight.
+
+        .. versionadded:: 0.1.1
+        """
+        self._take()
+        try:
+            if system == self._settings.system:
+                return
+            if system is not None:
+                check_json(system, "system")
+            given = {**self._settings.given, "system": system}
+            settings = dataclasses.replace(
+                self._settings, system=system, given=given, head_prices=None
+            )
+            step = self._step()
+            step.rehead(settings)
+            self._settings = settings
+            self._state = step.state
+            self._tune()
+        finally:
+            self._free.append(True)
 
     # -- one step -----------------------------------------------------------------------------
 
-    def _begin(self, history: object) -> Pending | None:
-        """Take in ``history``; return the compaction to fulfil, or ``None`` if none is due."""
-        if not isinstance(history, list | tuple):
+    def _step(self) -> Step:
+        """Return a step over a copy of the window's state."""
+        return Step(self._format, self._limits, self._planner, self._policy, self._state)
+
+    def _take(self) -> None:
+        """Take the one caller's token, or refuse a second caller.
+
+        ``list.pop`` takes the token in one operation (one bytecode on a builtin list, atomic
+        under the GIL and under free threading's per-object locks), so two callers can never
+        both pass: there is no window between the check and the set.
+
+        Raises:
+            ValidationError: if a step is in flight (another thread, another task).
+        """
+        try:
+            self._free.pop()
+        except IndexError:
             raise ValidationError(
-                f"ContextWindow: history must be a list of messages, got {type(history).__name__}",
+                "ContextWindow: a step is in flight; a window serves one conversation, one "
+                "prepare at a time (keep one window per conversation)",
                 details={"field": "history"},
-            )
-        if self._saved is not None and not self._saved.resumed:
-            codec.resume(self, history)
-        ledger = self._ledger
-        if ledger.matching(history) < ledger.count:
-            self._reset()
-        self._resettle(history)
-        if self._request.held != ledger.count:  # a step that failed after holding its messages
-            self._warm(history)
-            self._request.tail, self._request.tokens = False, self._tokens()
-        read = ledger.read(history, ledger.count) if len(history) > ledger.count else None
-        excerpts = excerpts_of(read, self._settings)
-        new = () if read is None else read.turns
-        added = sum(excerpts.get(turn.turn_id, turn).token_estimate for turn in new)
-        if self._request.tokens + added <= self._settings.at:
-            self._append(history, read, added, excerpts)
-            return None
-        self._warm(history)
-        if read is not None:
-            self._hold(history, read, excerpts)
-        current = Transcript(tuple(self._current()))
-        return self._planner.plan(current, self._planner.policy_for(current), ledger)
+            ) from None
 
-    def _resettle(self, history: Sequence[Any]) -> None:
-        """Read again the trailing messages whose turns the next messages may change."""
-        ledger, count = self._ledger, self._ledger.count
-        start = count
-        while start and not self._format.settled(history[start - 1]):
-            start -= 1
-        if start == count or len(history) == count:
-            return
-        self._warm(history)
-        end = ledger.end(start)
-        if not self._decisions.truncate(end):
-            self._reset()
-            return
-        ledger.truncate(start, history)
-        self._view = None
-        self._request.tail = False
-        self._request.held = min(self._request.held, start)
-        self._request.tokens = self._tokens()
+    def _enter(self) -> Step:
+        """Take the one caller's token and return the step over a copy of the state."""
+        self._take()
+        try:
+            return self._step()
+        except BaseException:
+            self._free.append(True)
+            raise
 
-    def _reset(self) -> None:
-        """Start over from the history; the old request stays only to be compared against."""
-        if self._before is None:
-            self._before = self._request.messages
-        self._ledger.clear()
-        self._decisions = Decisions([Action.KEEP] * len(self._ledger.head))
-        self._view = list(self._ledger.head)
-        head = sum(turn.token_estimate for turn in self._ledger.head)
-        self._request = Request.empty(head, tail=False)
-        self._saved = None
-        self._last_count = None
-        self._stats = counted(self._stats, resets=1)
+    def _keep(self, step: Step) -> None:
+        """Keep what ``step`` read again (the same state, warm), unless a step is in flight."""
+        if self._free:
+            self._state = step.state  # no step in flight could adopt a state after this one
 
-    def _hold(
-        self, history: Sequence[Any], read: Scanned[Any], excerpts: dict[str, TurnReplacement]
-    ) -> None:
-        """Hold the messages ``read``: their turns are kept, or excerpted (decided once)."""
-        ledger = self._ledger
-        before = len(ledger.turns)
-        ledger.add(read, history)
+    def _commit(self, step: Step) -> list[Any]:
+        """Adopt the state ``step`` made (one assignment) and return its request."""
+        request = step.emit()
+        self._state = step.state
         if self._recall is not None:
-            self._recall.add(read.turns)
-        if ledger.cold is None:
-            decisions = self._decisions
-            decisions.keep(len(ledger.turns) - before)
-            for turn_id, excerpt in excerpts.items():
-                index = ledger.index_of[turn_id]
-                decisions.actions[index] = Action.EXCERPT
-                decisions.stubs[index] = excerpt
-            if excerpts:
-                self._view = None  # the executor makes the view with the excerpts
-            elif self._view is not None:
-                self._view.extend(ledger.turns[before:])
-
-    def _append(
-        self,
-        history: Sequence[Any],
-        read: Scanned[Any] | None,
-        added: int,
-        excerpts: dict[str, TurnReplacement],
-    ) -> None:
-        """Send the new messages after the request as it is (no re-planning)."""
-        request = self._request
-        previous = self._previous()
-        if excerpts:
-            self._warm(history)
-        if read is not None:
-            self._hold(history, read, excerpts)
-        request.tokens += added
-        if excerpts or previous is not request.messages or not request.tail:
-            # After a reset, when the request does not end with the last held message (it
-            # was masked or removed, so the new ones may merge or need an opener), or when a
-            # new result is excerpted: render, and a step that excerpts records its plan.
-            self._warm(history)
-            made = self._adopt(self._decisions, self._planned_by) if excerpts else None
-            self._render(previous, compacted=False)
-            if made is not None:
-                self._record(*made)
-            return
-        stable = sum(request.costs)
-        if read is not None:
-            request.extend(read, history)
-        self._stats = counted(self._stats, requests=1, first_changed=len(previous), stable=stable)
-
-    def _complete(self, pending: Pending, texts: dict[str, str]) -> None:
-        """Fold the compaction into the decisions, make the view and render the request."""
-        ledger = self._ledger
-        estimator = self._settings.estimator
-        decisions = self._decisions.fold(
-            pending.stages,
-            texts,
-            ledger.index_of,
-            ledger.turns,
-            lambda text: self._format.price_summary(text, estimator=estimator),
-        )
-        self._planned_by = pending.policy
-        plan, report = self._adopt(decisions, pending.policy)
-        dropped = self._planner.merged(self._current(), ledger)
-        if dropped:  # lone user messages a removal left behind another: dropped too
-            for index in dropped:
-                decisions.actions[index] = Action.DROP
-            plan, report = self._adopt(decisions, pending.policy)
-        tokens = self._tokens()
-        if tokens > self._settings.max_tokens:
-            raise ValidationError(
-                f"ContextWindow: the summaries exceed their targets, so the request would need "
-                f"{tokens} tokens, over max_tokens {self._settings.max_tokens}",
-                details={"max_tokens": self._settings.max_tokens, "tokens_needed": tokens},
-            )
-        self._request.tokens = tokens
-        self._render(self._previous(), compacted=True)
-        self._record(plan, report)
-
-    def _record(self, plan: CompactionPlan, report: CompactionReport) -> None:  # the latest
-        self._last = CompactedMessages(list(self._request.messages), report, plan)
-        self._last_count = self._ledger.count
-
-    def _adopt(
-        self, decisions: Decisions, policy: CompactionPolicy
-    ) -> tuple[CompactionPlan, CompactionReport]:
-        """Adopt ``decisions``: return the plan over the history they are, and its report."""
-        history = Transcript(tuple(self._ledger.turns))
-        plan = decisions.plan(
-            history, self._planner.budget_for(history), policy, self._settings.estimator
-        )
-        view, report = decisions.view(history, plan)
-        self._decisions, self._view = decisions, view
-        return plan, report
-
-    def _current(self) -> list[TranscriptTurn]:
-        """Return the view of every held turn (the request's turns)."""
-        if self._view is None:
-            self._adopt(self._decisions, self._planned_by)
-        assert self._view is not None  # noqa: S101 - _adopt made it
-        return self._view
-
-    def _tokens(self) -> int:
-        return sum(turn.token_estimate for turn in self._current())
-
-    def _warm(self, history: Sequence[Any]) -> None:
-        """Materialize what a restored window holds only by its state."""
-        if self._ledger.cold is None:
-            return
-        self._ledger.warm(history)
-        codec.adopt(self)
-
-    def _render(self, previous: list[Any], *, compacted: bool) -> None:
-        """Render the request from the view and count it against ``previous``."""
-        ledger = self._ledger
-        binding = ledger.binding(ledger.count)
-        rendered = self._format.render(Transcript(tuple(self._current())), binding)
-        self._request = Request.rendered(rendered, self._request.tokens, binding, ledger.seen)
-        same = self._request.shared(previous)
-        self._stats = counted(
-            self._stats,
-            requests=1,
-            compactions=1 if compacted else 0,
-            first_changed=same,
-            stable=sum(self._request.costs[:same]),
-        )
-
-    def _previous(self) -> list[Any]:
-        """Return the request the next one is compared against (once, after a reset)."""
-        before, self._before = self._before, None
-        return self._request.messages if before is None else before
-
-    def _emit(self) -> list[Any]:
-        """Return a fresh list of the request, with the format's cache marker if asked."""
-        request = list(self._request.messages)
-        if self._settings.cache_breakpoints:
-            return self._format.mark_cache(
-                request, self._stats.first_changed_index, self._settings.system
-            )
+            self._recall.add(step.recalled)
         return request

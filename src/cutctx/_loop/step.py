@@ -1,0 +1,432 @@
+"""One step of a window, as a transaction: ``Step`` works on a copy of the ``WindowState``.
+
+A step that stays under ``compact_at`` prices only the new messages and appends them; a step
+that would pass it plans once over the current request, folds the plans into the decisions,
+and makes the view through the executor from the one plan over the whole history. Everything a
+step changes is in ``Step.state``, a copy of the window's; the window adopts it in one
+assignment when the step succeeded, and drops it otherwise (docs/design.md, "The window's
+state").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from baseaicore import ValidationError
+
+from cutctx._core.values import Action, Transcript, TurnReplacement, group_id_for
+from cutctx._loop.compact import CompactedMessages, priority_policy
+from cutctx._loop.decisions import Decisions, Summary, excerpts_of
+from cutctx._loop.fingerprint import Fingerprint
+from cutctx._loop.jsondata import check_json
+from cutctx._loop.request import Request, counted
+from cutctx.formats._marks import unmarked
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from cutctx._core.plan import CompactionPlan
+    from cutctx._core.protocols import CompactionPolicy
+    from cutctx._core.report import CompactionReport
+    from cutctx._core.values import TranscriptTurn
+    from cutctx._loop.planner import Pending, Planner
+    from cutctx._loop.settings import Settings
+    from cutctx._loop.state import Saved, WindowState
+    from cutctx.formats import Format, Scanned
+
+__all__ = ["Step", "digest_of", "named"]
+
+
+def named(policy: object) -> str:
+    """Return how a state names ``policy``: ``name@version``."""
+    return f"{getattr(policy, 'name', '?')}@{getattr(policy, 'version', '?')}"
+
+
+def digest_of(fmt: Format[Any], message: object) -> str:
+    """Return the short digest of one request message a state compares the next one by."""
+    # The canonical half: equal content whatever the order of its keys (a store's reordering).
+    return Fingerprint.of([message], fmt.fingerprint_data).hexdigest().partition(".")[2][:16]
+
+
+class Step:
+    """One ``prepare``: the window's parts, and the state it makes (a copy of the window's)."""
+
+    __slots__ = ("fmt", "planner", "policy", "recalled", "settings", "state")
+
+    def __init__(
+        self,
+        fmt: Format[Any],
+        settings: Settings,
+        planner: Planner,
+        policy: CompactionPolicy,
+        state: WindowState,
+    ) -> None:
+        self.fmt, self.settings, self.planner, self.policy = fmt, settings, planner, policy
+        self.state = state.copy()
+        self.recalled: list[TranscriptTurn] = []  # tool results to index once adopted
+
+    # -- the step -----------------------------------------------------------------------------
+
+    def begin(self, history: object) -> Pending | None:
+        """Take in ``history``; return the compaction to fulfil, or ``None`` if none is due."""
+        if not isinstance(history, list | tuple):
+            raise ValidationError(
+                f"ContextWindow: history must be a list of messages, got {type(history).__name__}",
+                details={"field": "history"},
+            )
+        state = self.state
+        if state.unseen:
+            self.resume(history)
+        ledger = state.ledger
+        if ledger.matching(history) < ledger.count:
+            self.reset()
+        self.resettle(history)
+        if state.request.held != ledger.count:  # a step that failed after holding its messages
+            self.warm(history)
+            state.request.tail, state.request.tokens = False, self.tokens()
+        read = ledger.read(history, ledger.count) if len(history) > ledger.count else None
+        if read is not None:
+            for index, sent in enumerate(read.sent, ledger.count):
+                check_json(sent, f"messages[{index}]")
+        excerpts = excerpts_of(read, self.settings)
+        new = () if read is None else read.turns
+        added = sum(excerpts.get(turn.turn_id, turn).token_estimate for turn in new)
+        if state.request.tokens + added <= self.settings.at:
+            self.append(history, read, added, excerpts)
+            return None
+        self.warm(history)
+        if read is not None:
+            self.hold(history, read, excerpts)
+        current = Transcript(tuple(self.current()))
+        return self.planner.plan(current, self.planner.policy_for(current), ledger)
+
+    def complete(self, pending: Pending, texts: dict[str, str]) -> None:
+        """Fold the compaction into the decisions, make the view and render the request."""
+        state = self.state
+        ledger = state.ledger
+        estimator = self.settings.estimator
+        decisions = state.decisions.fold(
+            pending.stages,
+            texts,
+            ledger.index_of,
+            ledger.turns,
+            lambda text: self.fmt.price_summary(text, estimator=estimator),
+        )
+        state.planned_by = pending.policy
+        plan, report = self.adopt(decisions, pending.policy)
+        dropped = self.planner.merged(self.current(), ledger)
+        if dropped:  # lone user messages a removal left behind another: dropped too
+            for index in dropped:
+                decisions.actions[index] = Action.DROP
+            plan, report = self.adopt(decisions, pending.policy)
+        tokens = self.tokens()
+        if tokens > self.settings.max_tokens:
+            raise ValidationError(
+                f"ContextWindow: the summaries exceed their targets, so the request would need "
+                f"{tokens} tokens, over max_tokens {self.settings.max_tokens}",
+                details={"max_tokens": self.settings.max_tokens, "tokens_needed": tokens},
+            )
+        state.request.tokens = tokens
+        self.render(self.previous(), compacted=True)
+        self.record(plan, report)
+
+    def emit(self) -> list[Any]:
+        """Return a fresh list of the request, with the format's cache marker if asked."""
+        state = self.state
+        state.calibration = state.calibration.sent(state.request.tokens)
+        request = list(state.request.messages)
+        if self.settings.cache_breakpoints:
+            return self.fmt.mark_cache(
+                request, state.stats.first_changed_index, self.settings.system
+            )
+        return request
+
+    # -- its parts ----------------------------------------------------------------------------
+
+    def resettle(self, history: Sequence[Any]) -> None:
+        """Read again the trailing messages whose turns the next messages may change."""
+        state = self.state
+        ledger, count = state.ledger, state.ledger.count
+        start = count
+        while start and not self.fmt.settled(history[start - 1]):
+            start -= 1
+        if start == count or len(history) == count:
+            return
+        self.warm(history)
+        end = ledger.end(start)
+        if not state.decisions.truncate(end):
+            self.reset()
+            return
+        ledger.truncate(start, history)
+        state.view = None
+        state.request.tail = False
+        state.request.held = min(state.request.held, start)
+        state.request.tokens = self.tokens()
+
+    def reset(self) -> None:
+        """Start over from the history; the old request stays only to be compared against."""
+        state = self.state
+        if state.before is None and state.before_digests is None:
+            state.before = state.request.messages
+        ledger = state.ledger
+        ledger.clear()
+        state.decisions = Decisions([Action.KEEP] * len(ledger.head))
+        state.view = list(ledger.head)
+        head = sum(turn.token_estimate for turn in ledger.head)
+        state.request = Request.empty(head, tail=False)
+        state.saved = None
+        state.last, state.last_count = None, None
+        state.stats = counted(state.stats, resets=1)
+
+    def hold(
+        self, history: Sequence[Any], read: Scanned[Any], excerpts: dict[str, TurnReplacement]
+    ) -> None:
+        """Hold the messages ``read``: their turns are kept, or excerpted (decided once)."""
+        state = self.state
+        ledger = state.ledger
+        before = len(ledger.turns)
+        ledger.add(read, history)
+        self.recalled.extend(read.turns)
+        if ledger.cold is None:
+            decisions = state.decisions
+            decisions.keep(len(ledger.turns) - before)
+            for turn_id, excerpt in excerpts.items():
+                index = ledger.index_of[turn_id]
+                decisions.actions[index] = Action.EXCERPT
+                decisions.stubs[index] = excerpt
+            if excerpts:
+                state.view = None  # the executor makes the view with the excerpts
+            elif state.view is not None:
+                state.view.extend(ledger.turns[before:])
+
+    def append(
+        self,
+        history: Sequence[Any],
+        read: Scanned[Any] | None,
+        added: int,
+        excerpts: dict[str, TurnReplacement],
+    ) -> None:
+        """Send the new messages after the request as it is (no re-planning)."""
+        state = self.state
+        request = state.request
+        previous = self.previous()
+        if excerpts:
+            self.warm(history)
+        if read is not None:
+            self.hold(history, read, excerpts)
+        request.tokens += added
+        if excerpts or previous is not request.messages or not request.tail:
+            # After a reset, when the request does not end with the last held message (it
+            # was masked or removed, so the new ones may merge or need an opener), or when a
+            # new result is excerpted: render, and a step that excerpts records its plan.
+            self.warm(history)
+            made = self.adopt(state.decisions, state.planned_by) if excerpts else None
+            self.render(previous, compacted=False)
+            if made is not None:
+                self.record(*made)
+            return
+        stable = sum(request.costs)
+        if read is not None:
+            request.extend(read, history)
+        state.stats = counted(state.stats, requests=1, first_changed=len(previous), stable=stable)
+
+    def record(self, plan: CompactionPlan, report: CompactionReport) -> None:
+        """Record the latest compaction."""
+        state = self.state
+        state.last = CompactedMessages(list(state.request.messages), report, plan)
+        state.last_count = state.ledger.count
+
+    def adopt(
+        self, decisions: Decisions, policy: CompactionPolicy
+    ) -> tuple[CompactionPlan, CompactionReport]:
+        """Adopt ``decisions``: return the plan over the history they are, and its report."""
+        state = self.state
+        history = Transcript(tuple(state.ledger.turns))
+        plan = decisions.plan(
+            history, self.planner.budget_for(history), policy, self.settings.estimator
+        )
+        view, report = decisions.view(history, plan)
+        state.decisions, state.view = decisions, view
+        return plan, report
+
+    def current(self) -> list[TranscriptTurn]:
+        """Return the view of every held turn (the request's turns)."""
+        state = self.state
+        if state.view is None:
+            self.adopt(state.decisions, state.planned_by)
+        assert state.view is not None  # noqa: S101 - adopt made it
+        return state.view
+
+    def tokens(self) -> int:
+        """Return the estimate of the current view."""
+        return sum(turn.token_estimate for turn in self.current())
+
+    def render(self, previous: list[Any], *, compacted: bool) -> None:
+        """Render the request from the view and count it against ``previous``."""
+        state = self.state
+        ledger = state.ledger
+        binding = ledger.binding(ledger.count)
+        rendered = self.fmt.render(Transcript(tuple(self.current())), binding)
+        state.request = Request.rendered(rendered, state.request.tokens, binding, ledger.seen)
+        digests, state.before_digests = state.before_digests, None
+        if digests is None:
+            same = state.request.shared(previous)
+        else:  # a restored window's request before a reset: known by its digests
+            same = 0
+            for old, new in zip(digests, state.request.messages, strict=False):
+                if old != digest_of(self.fmt, new):
+                    break
+                same += 1
+        state.stats = counted(
+            state.stats,
+            requests=1,
+            compactions=1 if compacted else 0,
+            first_changed=same,
+            stable=sum(state.request.costs[:same]),
+        )
+
+    def previous(self) -> list[Any]:
+        """Return the request the next one is compared against (once, after a reset)."""
+        state = self.state
+        before, state.before = state.before, None
+        return state.request.messages if before is None else before
+
+    def rehead(self, settings: Settings) -> None:
+        """Take the head ``settings`` give (a new system prompt), the decisions kept."""
+        state = self.state
+        ledger = state.ledger
+        old = ledger.head
+        ledger.rehead(settings)
+        if ledger.cold is None:
+            state.decisions = state.decisions.reheaded(len(old), len(ledger.head))
+        state.view = None
+        change = sum(turn.token_estimate for turn in ledger.head) - sum(
+            turn.token_estimate for turn in old
+        )
+        state.request.tokens += change
+        state.before, state.before_digests = [], None  # nothing of the old prefix is shared
+        saved = state.saved
+        if saved is not None and not saved.resumed:  # not taken up yet: its figures move
+            state.saved = dataclasses.replace(saved, data=None, tokens=saved.tokens + change)
+
+    # -- a restored state ---------------------------------------------------------------------
+
+    def warm(self, history: Sequence[Any]) -> None:
+        """Materialize what a restored window holds only by its state."""
+        state = self.state
+        if state.ledger.cold is None:
+            return
+        state.ledger.warm(history)
+        saved = state.saved
+        assert saved is not None  # noqa: S101 - a cold ledger has its state pending
+        state.decisions = decisions_of(saved, state.ledger.index_of, len(state.ledger.turns))
+        state.saved, state.view = None, None
+
+    def resume(self, history: Sequence[Any]) -> None:
+        """Take up a restored state over ``history``: held cold if it starts as the state saw.
+
+        A history that does not (shorter, or edited) starts over as a live window's would,
+        its request compared with the state's by the digests of its messages.
+        """
+        state = self.state
+        saved = state.saved
+        assert saved is not None  # noqa: S101 - only called with a state pending
+        made = (
+            None
+            if len(history) < saved.count
+            else Fingerprint.resume(
+                history[: saved.count], self.fmt.fingerprint_data, saved.fingerprint
+            )
+        )
+        if made is None:
+            state.before_digests = list(saved.digests)
+            self.reset()
+            return
+        render = any(item == ["render"] for item in saved.request)  # a message the state lacks
+        state.saved = _resumed(saved)
+        state.ledger.restore(history, saved.count, saved.prices, saved.firsts, made, saved.reading)
+        state.view = None
+        state.decisions = Decisions([])
+        state.last_count = saved.last
+        state.planned_by = (
+            self.policy
+            if saved.planned_by == named(self.policy)
+            else priority_policy(self.settings.estimator)
+        )
+        request = state.request
+        request.messages = [] if render else _resolved(saved.request, history)
+        request.recipe = list(saved.request)
+        request.digests = list(saved.digests)
+        request.costs, request.tokens = list(saved.costs), saved.tokens
+        request.held, request.tail = saved.count, saved.tail and not render
+
+    def recorded(self) -> CompactedMessages[Any] | None:
+        """Return a restored window's latest compaction, made again (``None`` if none)."""
+        state = self.state
+        count = state.last_count
+        if state.last is not None or count is None:
+            return state.last
+        ledger = state.ledger
+        self.warm(ledger.seen)
+        history = Transcript(tuple(ledger.turns[: ledger.end(count)]))
+        budget = self.planner.budget_for(history)
+        plan = state.decisions.plan(history, budget, state.planned_by, self.settings.estimator)
+        view, report = state.decisions.view(history, plan)
+        messages = self.fmt.render(Transcript(tuple(view)), ledger.binding(count)).messages
+        state.last = CompactedMessages(messages, report, plan)
+        return state.last
+
+
+def _resumed(saved: Saved) -> Saved:
+    return dataclasses.replace(saved, resumed=True)
+
+
+def _resolved(recipe: Sequence[Any], history: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    for item in recipe:
+        if isinstance(item, int):
+            out.append(history[item])
+        elif isinstance(item, list):
+            out.append(unmarked(history[item[1]]))
+        else:
+            out.append(item)
+    return out
+
+
+def decisions_of(saved: Saved, index_of: dict[str, int], count: int) -> Decisions:
+    """Rebuild the saved decisions over the ledger's turns (``index_of``, ``count`` turns).
+
+    Raises:
+        ValidationError: if a decision names a turn the history does not have.
+    """
+    actions = [Action.KEEP] * count
+    stubs: dict[int, TurnReplacement] = {}
+    summaries: dict[str, Summary] = {}
+    data = saved.decisions
+    try:
+        for turn_id, content, estimate in data["masked"]:
+            index = index_of[turn_id]
+            actions[index] = Action.MASK
+            stubs[index] = TurnReplacement(content, estimate)
+        for turn_id, content, estimate in data["excerpted"]:
+            index = index_of[turn_id]
+            actions[index] = Action.EXCERPT
+            stubs[index] = TurnReplacement(content, estimate)
+        for turn_id in data["dropped"]:
+            actions[index_of[turn_id]] = Action.DROP
+        for group in data["groups"]:
+            members = tuple(index_of[turn_id] for turn_id in group["turn_ids"])
+            for member in members:
+                actions[member] = Action.SUMMARIZE
+            key = group_id_for(list(group["turn_ids"]))
+            summaries[key] = Summary(
+                members, group["target_tokens"], group["prompt_id"], group["text"], group["cost"]
+            )
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValidationError(
+            f"ContextWindow.from_state: the state does not fit the history "
+            f"({type(error).__name__}: {error})",
+            details={"field": "state"},
+        ) from None
+    return Decisions(actions, stubs, summaries)
