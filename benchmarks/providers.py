@@ -6,7 +6,7 @@ offline cl100k, botocore for the Converse shape check). It builds the seeded age
 ten two or three in parallel, results of 60 to 3 000 words weighted 45/30/25, thought
 signatures or reasoning on every call, an error result in twenty, a small image in
 twenty-five; one step in twelve a reply and a new user message), renders it as Gemini contents
-and as Converse messages (boto3 form: raw image bytes), and feeds it step by step to
+and as Converse messages (JSON form: base64 image bytes), and feeds it step by step to
 ``ContextWindow(fmt, max_tokens=16_000, keep_first=1, cache_breakpoints=True, estimator=cl100k,
 compact_to=...)`` for each ``--compact-to`` (default 0.4 and 0.5).
 

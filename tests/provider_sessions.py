@@ -134,9 +134,7 @@ def bedrock_steps(steps: list[Step]) -> list[list[dict[str, Any]]]:
             )
             content: list[dict[str, Any]] = [{"text": result}]
             if image:
-                content.append(
-                    {"image": {"format": "png", "source": {"bytes": base64.b64decode(TINY_PNG)}}}
-                )
+                content.append({"image": {"format": "png", "source": {"bytes": TINY_PNG}}})
             block: dict[str, Any] = {"toolUseId": call_id, "content": content}
             if error:
                 block["status"] = "error"

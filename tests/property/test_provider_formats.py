@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 import tiktoken
@@ -27,6 +27,7 @@ from cutctx import (
     compact_messages,
 )
 from cutctx.formats import BEDROCK_CONVERSE, GEMINI, Format, bedrock_converse, gemini
+from cutctx.formats._plain import plain
 from tests import bedrock_strategies as bs
 from tests import bedrock_validators as bv
 from tests import gemini_strategies as gs
@@ -219,7 +220,8 @@ class TestProviderFormatProperties:
         window sends that is invalid or over: the history is handed over one exchange at a
         time to a small window."""
         fmt = PROVIDERS[name]
-        messages = data.draw(fmt.histories)
+        # A window's state is JSON: it is handed bytes as base64 text (Converse's JSON form).
+        messages = cast("list[dict[str, Any]]", plain(data.draw(fmt.histories)))
         total = fmt.module.count_tokens(messages, estimator=CL100K)
         max_tokens = data.draw(st.integers(max(200, total // 4), max(200, total)))
         window = ContextWindow(

@@ -385,7 +385,7 @@ CL100K = TokenizerEstimator(ENCODING.encode, name="cl100k_base", per_message=3)
 
 class TestAgentLoop:
     def test_400_steps_at_16k_valid_under_budget_task_kept_prefix_hit_and_restore(self) -> None:
-        """The acceptance bar of an agent loop, in Converse form (boto3's raw image bytes):
+        """The acceptance bar of an agent loop, in Converse form (JSON's base64 image bytes):
         400 steps in a 16 000-token window with cl100k, no invalid or over-budget request, the
         task leading every one, 85 % of the tokens a prefix the previous request shared, and a
         window restored from the state at step 200 sending the very same requests."""
