@@ -19,8 +19,16 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cutctx import BudgetUnsatisfiable, CompactionError, ContextWindow, TokenizerEstimator
-from cutctx.formats import anthropic, openai_chat
+from cutctx import (
+    BudgetUnsatisfiable,
+    CompactionBudget,
+    CompactionError,
+    ContextWindow,
+    TokenizerEstimator,
+)
+from cutctx._core.invariants import layout
+from cutctx._loop.compact import pin_first_messages
+from cutctx.formats import anthropic, openai_chat, resolve
 from tests import format_validators as fv
 from tests import session_strategies as ss
 
@@ -210,6 +218,23 @@ def price(session: ss.Session, setup: Setup, request: list[dict[str, Any]]) -> i
     module = MODULES[session.format]
     cost: int = module.count_tokens(request, estimator=setup.estimator, system=session.system)
     return cost
+
+
+def untouchable(session: ss.Session, setup: Setup, request: list[dict[str, Any]]) -> int:
+    """What the untouchable part of ``request`` costs: the system, pinned and protected turns.
+
+    Priced as ``price`` prices (the reply's priming included), with the first ``keep_first``
+    messages pinned as the window pins them.
+    """
+    fmt = resolve(session.format)
+    transcript, binding = fmt.to_transcript(
+        request, estimator=setup.estimator, system=session.system
+    )
+    transcript = pin_first_messages(transcript, binding, setup.keep_first)
+    budget = CompactionBudget(setup.max_tokens, setup.protected_recent_turns)
+    held: int = layout(transcript, budget).untouchable_tokens
+    estimator = fmt.pricer(setup.estimator).estimator
+    return held + fmt.request_overhead(estimator)
 
 
 def problems(session: ss.Session, request: list[dict[str, Any]]) -> list[str]:
@@ -468,12 +493,58 @@ class TestContextWindowProperties:
         lengths = session.lengths()
         for step, request in enumerate(trace.requests):
             if not trace.compacted(step):
-                assert price(session, setup, request) <= threshold, f"step {step}"
+                cost = price(session, setup, request)
+                # A small window (its untouchable part alone over compact_at) sends every
+                # message that fits under max_tokens.
+                small = untouchable(session, setup, request) > threshold
+                assert cost <= (setup.max_tokens if small else threshold), f"step {step}"
             elif step and session.format == "openai_chat":
                 grown = (
                     trace.requests[step - 1] + session.messages[lengths[step - 1] : lengths[step]]
                 )
                 assert price(session, setup, grown) > threshold, f"step {step}: needless compaction"
+
+    @SETTINGS
+    @given(case=cases())
+    def test_a_request_never_holds_only_the_untouchable_part_when_more_fits(
+        self, case: tuple[ss.Session, Setup]
+    ) -> None:
+        """Catches a small window that sends the system prompt, the pinned task and the
+        protected tail alone while a whole exchange of the history would still fit under
+        ``max_tokens`` (less a summary's headroom), and any request over ``max_tokens``."""
+        session, setup = case
+        trace, _ = traced(setup, session)
+        fmt = resolve(session.format)
+        estimator = fmt.pricer(setup.estimator).estimator
+        top = setup.max_tokens
+        if setup.summarized:
+            top -= 2 * fmt.price_summary("", estimator=estimator)
+        budget = CompactionBudget(setup.max_tokens, setup.protected_recent_turns)
+        for step, (request, length) in enumerate(
+            zip(trace.requests, session.lengths(), strict=False)
+        ):
+            cost = price(session, setup, request)
+            assert cost <= setup.max_tokens, f"step {step}: over max_tokens"
+            history = session.messages[:length]
+            if len(request) == len(history) or untouchable(session, setup, request) < cost:
+                continue
+            transcript, binding = fmt.to_transcript(
+                history, estimator=setup.estimator, system=session.system
+            )
+            transcript = pin_first_messages(transcript, binding, setup.keep_first)
+            units = layout(transcript, budget).units
+            smallest = min(
+                (
+                    units.unit_tokens[unit]
+                    for index, unit in enumerate(units.unit_of)
+                    if unit == index and not units.locked[unit]
+                ),
+                default=None,
+            )
+            assert smallest is None or cost + smallest > top, (
+                f"step {step}: only the untouchable part ({cost} tokens) is sent, but an "
+                f"exchange of {smallest} tokens fits under {top}"
+            )
 
     @SETTINGS
     @given(case=cases())

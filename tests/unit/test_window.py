@@ -26,6 +26,7 @@ from cutctx import (
     TokenizerEstimator,
     TranscriptTurn,
     WindowStats,
+    default_messages_policy,
 )
 from cutctx._loop.codec import PROBES, seal
 from cutctx.formats import ANTHROPIC, OPENAI_CHAT, Format, anthropic, openai_chat, openai_responses
@@ -331,6 +332,27 @@ class TestSettings:
         with pytest.raises(ValidationError, match=match):
             ContextWindow(**settings)
 
+    @pytest.mark.parametrize(
+        ("name", "value", "words"),
+        [
+            ("compact_at", 1, "1 would be one token: write 1.0 for all of max_tokens"),
+            ("compact_to", 1, "1 would be one token"),
+            ("max_result_tokens", 800.0, "a float is a fraction: write 800 for a token count"),
+            ("summary_input_tokens", 1, "1 would be one token"),
+        ],
+    )
+    def test_a_fraction_and_a_token_count_cannot_be_mistaken(
+        self, name: str, value: object, words: str
+    ) -> None:
+        with pytest.raises(ValidationError) as caught:
+            ContextWindow("openai_chat", max_tokens=1000, **{name: value})  # type: ignore[arg-type]
+        assert str(caught.value).startswith(f"ContextWindow.{name} must be a fraction (a float")
+        assert words in str(caught.value)
+
+    def test_one_point_zero_is_all_of_max_tokens(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=1000, compact_at=1.0, compact_to=0.5)
+        assert window.prepare([{"role": "user", "content": "x" * 3900}])
+
     def test_stats_is_a_frozen_value(self) -> None:
         window = ContextWindow("openai_chat", max_tokens=1000, policy=DropOldestPolicy())
         assert window.stats == WindowStats()
@@ -584,7 +606,8 @@ class TestShapes:
         window = ContextWindow("anthropic", max_tokens=1000, system="Be brief.")
         assert (window.format, window.system) == ("anthropic", "Be brief.")
         assert window.policy.name == (
-            "chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)"
+            "chain(stub_dropping@1.0.0+observation_masking@1.0.0+observation_masking@1.0.0"
+            "+drop_oldest@1.0.0)"
         )
 
 
@@ -849,7 +872,8 @@ class TestOverDrop:
             max_tokens=2000,
             keep_first=1,
             summarize=summarize,
-            summary_input_tokens=600,
+            # Small enough that some exchanges can never be folded, so later ones must drop.
+            summary_input_tokens=150,
         )
         before: list[str] = []
         summaries: tuple[str, ...] = ()
@@ -1306,3 +1330,156 @@ class TestAFailedStep:
                 got = window.prepare(history)  # the same history again, the summarizer back
             assert got == expected
         assert failed, "the session must compact with a summary"
+
+
+def small_history() -> list[dict[str, Any]]:
+    """Twenty messages of 983 tokens whose protected tail alone (843) is over compact_at (800)."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "task " + "x" * 100}]
+    for number in range(8):
+        call = f"c{number}"
+        history.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": call, "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+                ],
+            }
+        )
+        history.append({"role": "tool", "tool_call_id": call, "content": "r" * 40})
+    history.append({"role": "user", "content": "big " + "y" * 1600})
+    history.append({"role": "assistant", "content": "z" * 1400})
+    history.append({"role": "user", "content": "q" * 436})
+    return history
+
+
+class TestSmallWindow:
+    def test_a_history_that_fits_under_max_tokens_is_sent_whole(self) -> None:
+        history = small_history()
+        assert openai_chat.count_tokens(history) == 983
+        assert openai_chat.count_tokens(history[-4:]) > 800  # the protected tail: over compact_at
+        window = ContextWindow("openai_chat", max_tokens=1000)
+        assert window.prepare(history) == history  # was 843 tokens: 14 of 20 messages gone
+        assert window.stats.compactions == 0
+
+    def test_a_cut_keeps_the_newest_exchanges_that_fit_and_room_for_the_next_steps(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=1000)
+        history = small_history()
+        window.prepare(history)
+        cuts = []
+        for number in range(8, 20):
+            call = f"c{number}"
+            history = [
+                *history,
+                {"role": "assistant", "content": f"next {number}", "tool_calls": [
+                    {"id": call, "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+                ]},
+                {"role": "tool", "tool_call_id": call, "content": "r" * 40},
+            ]  # fmt: skip
+            request = window.prepare(history)
+            assert openai_chat.count_tokens(request) <= 1000
+            assert len(request) > 4  # more than the protected tail and nothing else
+            assert chat_problems(request) == []
+            if window.stats.first_changed_index < len(request) - 2:
+                cuts.append(number)
+        # Each cut frees half the room left beside the protected tail: not a cut every step.
+        assert 1 <= len(cuts) <= 6
+
+
+def react_history(steps: int, lines: int = 60) -> list[dict[str, Any]]:
+    """A ReAct agent on a model without tool calls: each observation is a user message."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "Think, then act; the observation comes back to you."},
+        {"role": "user", "content": "Question: which test fails and why?"},
+    ]
+    for step in range(steps):
+        history.append(
+            {"role": "assistant", "content": f"Thought: step {step}.\nAction: run[{step}]"}
+        )
+        body = "".join(f"fact {step}.{n}: value {n * step}\n" for n in range(lines))
+        history.append({"role": "user", "content": f"Observation: {body}"})
+    return history
+
+
+def observed(message: dict[str, Any]) -> bool:
+    return str(message["content"]).startswith("Observation:")
+
+
+class TestObservations:
+    def test_observations_are_masked_not_dropped_and_the_question_is_kept(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, observation=observed, keep_first=1)
+        history = react_history(30)
+        request: list[dict[str, Any]] = []
+        for end in range(4, len(history) + 1, 2):
+            request = window.prepare(history[:end])
+            assert openai_chat.count_tokens(request) <= 3000
+        last = window.last
+        assert last is not None
+        assert last.report.masked_turn_ids
+        assert request[1] is history[1]  # the question: an unmarked user message, as given
+        assert request[-1] is history[-1]
+
+    def test_a_masked_observation_can_be_recalled(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, observation=observed, recall=True)
+        history = react_history(30)
+        request = window.prepare(history)
+        stub = next(m["content"] for m in request if "sha256:" in str(m["content"]))
+        digest = stub.split("sha256:")[1][:64]
+        page = window.recall({"sha256": digest})
+        assert page.startswith("Observation: fact")
+
+    def test_a_state_made_with_observation_needs_it_again_and_continues(self) -> None:
+        window = ContextWindow("openai_chat", max_tokens=3000, observation=observed)
+        history = react_history(30)
+        window.prepare(history[:40])
+        state = json.loads(json.dumps(window.state()))
+        with pytest.raises(ValidationError, match="observation"):
+            ContextWindow.from_state(state)
+        restored = ContextWindow.from_state(state, observation=observed)
+        assert restored.prepare(history) == window.prepare(history)
+
+    def test_a_one_argument_and_a_two_argument_callable_mark_the_same_messages(self) -> None:
+        history = react_history(20)
+        one = ContextWindow("openai_chat", max_tokens=3000, observation=observed)
+        two = ContextWindow(
+            "openai_chat", max_tokens=3000, observation=lambda _index, message: observed(message)
+        )
+        assert one.prepare(history) == two.prepare(history)
+        assert one.last is not None
+        assert one.last.report.masked_turn_ids
+
+    def test_an_observation_that_is_not_callable_is_refused(self) -> None:
+        with pytest.raises(ValidationError, match="observation must be callable"):
+            ContextWindow("openai_chat", max_tokens=3000, observation=True)  # type: ignore[arg-type]
+
+
+class TestMessagesDefaultVersions:
+    def test_a_state_of_the_first_messages_default_continues_with_it(self) -> None:
+        old = ContextWindow(
+            "openai_chat",
+            max_tokens=2000,
+            policy=default_messages_policy(version=1, estimator=CharRatioEstimator()),
+        )
+        history: list[dict[str, Any]] = []
+        for history in session("openai_chat", 40):
+            old.prepare(history)
+        state = json.loads(json.dumps(old.state()))
+        restored = ContextWindow.from_state(state)
+        assert restored.policy.name == old.policy.name
+        assert restored.prepare(history) == old.prepare(history)
+
+    def test_the_window_drops_old_stubs_before_it_masks_fresher_results(self) -> None:
+        v2 = ContextWindow("openai_chat", max_tokens=6000, keep_first=1)
+        v1 = ContextWindow(
+            "openai_chat",
+            max_tokens=6000,
+            keep_first=1,
+            policy=default_messages_policy(version=1),
+        )
+        masked = {"v1": 0, "v2": 0}
+        for history in session("openai_chat", 200):
+            for name, window in (("v1", v1), ("v2", v2)):
+                request = window.prepare(history)
+                recent = request[-12:]
+                masked[name] += sum("masked by cutctx" in str(m.get("content")) for m in recent)
+        assert masked["v2"] < masked["v1"]  # the recent results stay whole more often

@@ -15,6 +15,9 @@ A turn's ``metadata`` is the caller's, but the keys under the ``cutctx.`` prefix
   it, which the formats record and ``exclude_tools`` reads.
 - ``PRIORITY_METADATA`` (``cutctx.priority``): a turn's priority, an integer in decimal, which
   the formats record and the priority policy reads.
+- ``FRAMING_METADATA`` (``cutctx.framing``): on an observation (a user message read as a tool
+  result), the tokens its message costs beyond what a tool result's stub is priced at (its
+  role's, with a tokenizer), in decimal; a stub of it is priced with them.
 
 A provider message may carry two keys of context-clipper's, which the formats read and never send
 on: ``STICKY_KEY`` (``"sticky"``: ``true`` pins the message's turns) and ``PRIORITY_KEY``
@@ -28,6 +31,7 @@ from typing import Final
 
 __all__ = [
     "EXCERPT_KIND",
+    "FRAMING_METADATA",
     "KIND_METADATA",
     "MASKED_KIND",
     "ORIGINAL_SHA256_METADATA",
@@ -83,3 +87,6 @@ PRIORITY_KEY: Final = "priority"
 
 .. versionadded:: 0.1.1
 """
+
+FRAMING_METADATA: Final = "cutctx.framing"
+"""On an observation's turn: what its message costs beyond a stub's price, in decimal."""

@@ -30,14 +30,14 @@ from cutctx.formats import resolve
 
 if TYPE_CHECKING:
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
-    from cutctx._loop.settings import Pin, Priority, Summarize
+    from cutctx._loop.settings import Observation, Pin, Priority, Summarize
     from cutctx._loop.state import WindowState
     from cutctx.formats import Format
 
 __all__ = ["PROBES", "Decoded", "check_policy", "decode", "encode", "probe_of", "seal"]
 
 STATE_VERSION: Final = 3
-_CALLABLES: Final = ("summarize", "priority", "pin")
+_CALLABLES: Final = ("summarize", "priority", "pin", "observation")
 # What an estimator counts of these texts rides on the state: a restore under an estimator
 # that counts otherwise (another tokenizer, another per-message cost) is refused.
 PROBES: Final = ("", 'Probe: the window\'s estimator, 2026-12-01 {"k": [1, 2.5]} 中文 テスト ✓')
@@ -189,6 +189,7 @@ def decode(
     priority: Priority | None,
     pin: Pin | None,
     format: Format[Any] | None,
+    observation: Observation | None = None,
 ) -> Decoded:
     """Return what ``state`` restores, with the callables given again, checked.
 
@@ -198,7 +199,13 @@ def decode(
             other than the state's.
     """
     data = _loaded(state)
-    given = {"estimator": estimator, "summarize": summarize, "priority": priority, "pin": pin}
+    given = {
+        "estimator": estimator,
+        "summarize": summarize,
+        "priority": priority,
+        "pin": pin,
+        "observation": observation,
+    }
     try:
         _check_given(data, given, format)
         settings = Settings.of(
@@ -206,6 +213,7 @@ def decode(
             data["protected_recent_turns"], data["keep_recent_results"], data["system"],
             estimator, summarize, policy, data["summary_input_tokens"],
             data["cache_breakpoints"], priority, pin, data["max_result_tokens"], data["recall"],
+            observation=observation,
         )  # fmt: skip
         head = _ints(data["head"], "head")
         fmt = resolve(format if format is not None else data["format"], owner="ContextWindow")
@@ -257,7 +265,7 @@ def _loaded(state: object) -> dict[str, Any]:
 def _check_given(data: dict[str, Any], given: dict[str, Any], fmt: object) -> None:
     """Raise naming the first argument the state says was given and is missing now."""
     for name in _CALLABLES:
-        if data[name] and given[name] is None:
+        if data.get(name) and given[name] is None:
             raise _missing(name, f"the state was made with {name}=")
     _, tokenizer = data["estimator"]
     if tokenizer is not None and given["estimator"] is None:

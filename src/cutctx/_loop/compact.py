@@ -7,6 +7,7 @@ applies, and maps the view back.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -20,14 +21,17 @@ from cutctx._core.metadata import PRIORITY_METADATA
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import DEFAULT_PLACEHOLDER, CompactionBudget, Transcript, check_count
 from cutctx._loop.ledger import pin_first
+from cutctx._loop.settings import tokens_of, two_argument
 from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.excerpting import ExcerptingPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.priority import PriorityPolicy
+from cutctx._policies.stubs import StubDroppingPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats import Binding, Format, FormatName, resolve
+from cutctx.formats._marks import read_observations
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactionReport
     from cutctx._core.values import SummarizationRequest, TranscriptTurn
+    from cutctx._loop.settings import Observation
 
 __all__ = [
     "SUMMARY_PROMPT_ID",
@@ -83,7 +88,8 @@ def compact_messages[M](
     keep_recent_results: int = 2,
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
-    max_result_tokens: int | None = None,
+    max_result_tokens: float | int | None = None,
+    observation: Observation | None = None,
 ) -> CompactedMessages[M]:
     """Compact ``messages`` to ``max_tokens`` and return them in the same format.
 
@@ -91,21 +97,25 @@ def compact_messages[M](
     ``"openai_responses"``, ``"anthropic"``). Without ``policy`` it plans with
     ``default_messages_policy``: it masks old tool results (all but the last
     ``keep_recent_results``), then the recent ones too, and only then drops the oldest
-    exchanges; with ``summarize`` it summarizes (requests named ``SUMMARY_PROMPT_ID``) before
-    it masks the recent results, and calls ``summarize(request, turns)`` once per request,
-    between plan and apply. ``keep_first`` pins the first non-system messages (the task), so
-    every plan keeps them. ``estimator`` prices everything (``CharRatioEstimator()`` by
-    default); a plan that fits means the returned messages fit, counted by the format's
-    ``count_tokens`` with the same estimator. With ``max_result_tokens``, every tool result
-    priced above it is sent as an excerpt (its first and last lines, within the cap) — in the
-    protected tail too — and an untouchable one counts at its excerpt's price; without it, as
-    in 0.1, a result over the budget raises ``BudgetUnsatisfiable``.
+    exchanges; with ``summarize`` it summarizes (requests named ``SUMMARY_PROMPT_ID``) before it
+    masks the recent results, and calls ``summarize(request, turns)`` once per request, between
+    plan and apply. ``keep_first`` pins the first non-system messages (the task), so every plan
+    keeps them. ``estimator`` prices everything (``CharRatioEstimator()`` by default); a plan
+    that fits means the returned messages fit, counted by the format's ``count_tokens`` with the
+    same estimator. With ``max_result_tokens`` (a fraction of ``max_tokens`` as a float,
+    ``0.25``, or a token count as an int, ``2000``: the rule of ``ContextWindow``'s options),
+    every tool result priced above it is sent as an excerpt (its first and last lines, within
+    the cap) — in the protected tail too — and an untouchable one counts at its excerpt's price;
+    without it, as in 0.1, a result over the budget raises ``BudgetUnsatisfiable``.
 
     A message's ``"sticky": true`` (or a true ``pin(index, message)``) makes it untouchable and
     its ``"priority": n`` (or ``priority(index, message)``) sets its priority; neither key is
     sent on. When any message has a priority, the default policy is
     ``PriorityPolicy(mask_results=True)`` (lowest priority shed first, results masked before
-    their exchanges are dropped) and nothing is summarized.
+    their exchanges are dropped) and nothing is summarized. ``observation`` (``message -> bool``
+    or ``(index, message) -> bool``) marks the user messages that carry tool output: each is a
+    tool result to every policy (masked, excerpted), in the exchange of the assistant message
+    before it; unmarked user messages are never touched.
 
     >>> done = compact_messages([{"role": "user", "content": "hi"}], max_tokens=10,
     ...                         format="openai_chat")
@@ -122,12 +132,13 @@ def compact_messages[M](
 
     .. versionadded:: 0.1.0
     .. versionchanged:: 0.1.1
-       ``format`` may be a ``Format``; an async ``summarize`` is refused; ``max_result_tokens``.
+       ``format`` may be a ``Format``; an async ``summarize`` is refused; ``max_result_tokens``
+       (a fraction or a token count); ``observation``.
     """
     job = _Job.of(
         messages, max_tokens, format, system, policy, summarize, estimator,
         protected_recent_turns, keep_first, keep_recent_results, priority, pin,
-        max_result_tokens,
+        max_result_tokens, observation,
     )  # fmt: skip
     texts = fulfil(
         job.calls(), job.summarize, owner="compact_messages", instead="acompact_messages(...)"
@@ -150,7 +161,8 @@ async def acompact_messages[M](
     keep_recent_results: int = 2,
     priority: Callable[[int, dict[str, Any]], int] | None = None,
     pin: Callable[[int, dict[str, Any]], bool] | None = None,
-    max_result_tokens: int | None = None,
+    max_result_tokens: float | int | None = None,
+    observation: Observation | None = None,
 ) -> CompactedMessages[M]:
     """Compact ``messages`` as ``compact_messages`` does, awaiting an async ``summarize``.
 
@@ -172,7 +184,7 @@ async def acompact_messages[M](
     job = _Job.of(
         messages, max_tokens, format, system, policy, summarize, estimator,
         protected_recent_turns, keep_first, keep_recent_results, priority, pin,
-        max_result_tokens,
+        max_result_tokens, observation,
     )  # fmt: skip
     texts = await afulfil(job.calls(), job.summarize, owner="compact_messages")
     return cast("CompactedMessages[M]", job.finish(texts))
@@ -205,7 +217,8 @@ class _Job:
         keep_recent_results: int,
         priority: Callable[[int, dict[str, Any]], int] | None,
         pin: Callable[[int, dict[str, Any]], bool] | None,
-        max_result_tokens: int | None,
+        max_result_tokens: float | int | None,
+        observation: object,
     ) -> _Job:
         fmt = resolve(format, owner="compact_messages")
         if summarize is not None and not callable(summarize):
@@ -226,14 +239,21 @@ class _Job:
             priority=priority,
             pin=pin,
         )
+        if observation is not None:
+            transcript, binding = observed(fmt, transcript, binding, chosen, observation)
         if keep_first:
             transcript = pin_first_messages(transcript, binding, keep_first)
         # The messages' budget leaves room for what the request costs beyond them.
         room = check_count("compact_messages", "max_tokens", max_tokens)
+        cap = (
+            None
+            if max_result_tokens is None
+            else tokens_of("max_result_tokens", max_result_tokens, room, owner="compact_messages")
+        )
         budget = CompactionBudget(
             max(0, room - fmt.request_overhead(chosen)),
             protected_recent_turns,
-            max_result_tokens=max_result_tokens,
+            max_result_tokens=cap,
         )
         if policy is None:
             policy = (
@@ -243,7 +263,7 @@ class _Job:
                     estimator=chosen,
                     keep_recent_results=keep_recent_results,
                     summarize=summarize is not None,
-                    max_result_tokens=max_result_tokens,
+                    max_result_tokens=cap,
                 )
             )
         plan = policy.decide(transcript, budget)
@@ -364,33 +384,48 @@ def default_messages_policy(
     max_result_tokens: int | None = None,
     placeholder: str = DEFAULT_PLACEHOLDER,
     recall_tool: str | None = None,
+    version: int = 1,
 ) -> PolicyChain:
     """Return the policy ``compact_messages``, ``ContextWindow`` and the CLI plan with.
 
-    ``PolicyChain([ObservationMaskingPolicy(keep_recent_results), ObservationMaskingPolicy(0),
-    DropOldestPolicy()])``: the old results are masked first (all but the last
-    ``keep_recent_results``), then the recent ones too, before any exchange is dropped — which
-    is why ``observation_masking`` appears twice in its name. With ``summarize``, summaries
-    (``SummarizingPolicy``, or ``BoundedSummarizingPolicy`` when ``summary_input_tokens``
-    bounds their input; requests named ``SUMMARY_PROMPT_ID``) come after the old results are
-    masked and before the floor is. The masking members price stubs with ``estimator`` (the
-    one that prices the messages: the budget guarantee needs it), labelled ``placeholder``.
-    With ``max_result_tokens`` an ``ExcerptingPolicy`` goes first (it excerpts by the budget's
-    ``max_result_tokens``, which ``compact_messages`` sets to the same figure; its elision lines
-    name ``recall_tool`` when given). It differs from 0.1's ``default_chain`` (masking,
-    summarizing, drop): see ``docs/policies.md``.
+    ``version=1`` (``compact_messages``' and the CLI's): ``PolicyChain([ObservationMaskingPolicy(
+    keep_recent_results), ObservationMaskingPolicy(0), DropOldestPolicy()])``: the old results
+    are masked first (all but the last ``keep_recent_results``), then the recent ones too, before
+    any exchange is dropped — which is why ``observation_masking`` appears twice in its name.
+    ``version=2`` (``ContextWindow``'s): stubs pay for their place — the exchanges already
+    masked are dropped, oldest first (``StubDroppingPolicy``), before a fresher result is masked:
+    first, or with ``summarize`` after the summaries (a summary is not given up for a stub);
+    the rest as version 1.
+    With ``summarize``, summaries (``SummarizingPolicy``, or ``BoundedSummarizingPolicy`` when
+    ``summary_input_tokens`` bounds their input; requests named ``SUMMARY_PROMPT_ID``) come
+    after the old results are masked and before the floor is. The masking members price stubs
+    with ``estimator`` (the one that prices the messages: the budget guarantee needs it),
+    labelled ``placeholder``. With ``max_result_tokens`` an ``ExcerptingPolicy`` goes first (it
+    excerpts by the budget's ``max_result_tokens``, which ``compact_messages`` sets to the same
+    figure; its elision lines name ``recall_tool`` when given). It differs from 0.1's
+    ``default_chain`` (masking, summarizing, drop): see ``docs/policies.md``.
 
     >>> default_messages_policy().name
     'chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
+    >>> default_messages_policy(version=2).name
+    'chain(stub_dropping@1.0.0+observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
+
+    Raises:
+        ValidationError: for a ``version`` other than 1 or 2, or a negative count.
 
     .. versionadded:: 0.1.1
     """
-    check_count("default_messages_policy", "keep_recent_results", keep_recent_results)
+    owner = "default_messages_policy"
+    check_count(owner, "keep_recent_results", keep_recent_results)
+    if version not in (1, 2) or isinstance(version, bool):
+        raise ValidationError(
+            f"{owner}.version must be 1 or 2, got {version!r:.40}", details={"field": "version"}
+        )
     old = ObservationMaskingPolicy(keep_recent_results, placeholder, estimator=estimator)
     floor = ObservationMaskingPolicy(0, placeholder, estimator=estimator)
     members: list[CompactionPolicy] = [old]
     if max_result_tokens is not None:
-        check_count("default_messages_policy", "max_result_tokens", max_result_tokens)
+        check_count(owner, "max_result_tokens", max_result_tokens)
         members.insert(0, ExcerptingPolicy(estimator=estimator, recall_tool=recall_tool))
     if summarize:
         members.append(
@@ -398,7 +433,37 @@ def default_messages_policy(
             if summary_input_tokens is None
             else BoundedSummarizingPolicy(SUMMARY_PROMPT_ID, max_input_tokens=summary_input_tokens)
         )
+    if version == 2:  # stubs go before fresher results do: first, or after the summaries
+        members.insert(len(members) if summarize else len(members) - 1, StubDroppingPolicy())
     return PolicyChain((*members, floor, DropOldestPolicy()))
+
+
+def observed(
+    fmt: Format[Any],
+    transcript: Transcript,
+    binding: Binding[Any],
+    estimator: TokenEstimator,
+    observation: object,
+) -> tuple[Transcript, Binding[Any]]:
+    """Return ``transcript`` and ``binding`` with the observations read as tool results.
+
+    Raises:
+        ValidationError: for an ``observation`` that is not callable or returns no bool.
+    """
+    if not callable(observation):
+        raise ValidationError(
+            "compact_messages: observation must be callable(index, message) -> bool",
+            details={"field": "observation"},
+        )
+    turns, parts = read_observations(
+        fmt.name,
+        transcript.turns,
+        binding.parts,
+        binding.messages,
+        two_argument(observation),
+        framing=fmt.pricer(estimator).role("user"),
+    )
+    return Transcript(tuple(turns)), dataclasses.replace(binding, parts=parts)
 
 
 def pin_first_messages(transcript: Transcript, binding: Binding[Any], count: int) -> Transcript:

@@ -19,6 +19,7 @@ from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.values import Role, TranscriptTurn
 from cutctx._loop.fingerprint import Fingerprint
 from cutctx.formats import Binding, Part, ReaderState, Scanned
+from cutctx.formats._marks import read_observations
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -256,7 +257,19 @@ class Ledger:
                 (*settled.originals, *tail.originals),
             )
         self._pending = (start, len(scanned.sent), reading)
-        return scanned
+        return self._observed(scanned, start)
+
+    def _observed(self, read: Scanned[Any], offset: int) -> Scanned[Any]:
+        """Return ``read`` with its observations read as tool results (``observation=``)."""
+        observation = self.settings.observation
+        if observation is None:
+            return read
+        framing = self.fmt.pricer(self.settings.estimator).role("user")
+        turns, parts = read_observations(
+            self.fmt.name, read.turns, read.parts, read.sent, observation,
+            offset=offset, framing=framing,
+        )  # fmt: skip
+        return read._replace(turns=tuple(turns), parts=parts)
 
     def add(self, scanned: Scanned[Any], history: Sequence[Any]) -> None:
         """Hold the messages ``scanned`` read from ``history`` (after the held ones)."""
@@ -323,7 +336,7 @@ class Ledger:
             priority=settings.priority,
             pin=settings.pin,
         )
-        scanned = reader.read(history[: cold.count], final=True)
+        scanned = self._observed(reader.read(history[: cold.count], final=True), 0)
         if len(scanned.turns) != len(cold.prices):
             raise unfit(len(cold.prices), len(scanned.turns))
         priced = [

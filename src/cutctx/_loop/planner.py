@@ -29,9 +29,12 @@ from cutctx._core.values import (
     Transcript,
 )
 from cutctx._loop.compact import afulfil, fulfil, is_prioritized, priority_policy
+from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
+from cutctx._policies.stubs import StubDroppingPolicy
+from cutctx._policies.summarizing import SummarizingPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -49,7 +52,10 @@ type Stages = tuple[tuple[Transcript, CompactionPlan], ...]
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """A compaction planned over the current request, waiting for its summaries."""
+    """A compaction planned over the current request, waiting for its summaries.
+
+    No ``stages``: nothing is to be cut (a small window whose request still fits).
+    """
 
     stages: Stages
     calls: tuple[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]], ...]
@@ -75,11 +81,14 @@ def stages_of(policy: CompactionPolicy) -> tuple[CompactionPolicy, ...]:
         return (policy,)
     members = policy.policies
     lead = 0
-    while lead < len(members) and isinstance(members[lead], ObservationMaskingPolicy):
+    while lead < len(members) and isinstance(
+        members[lead], ObservationMaskingPolicy | StubDroppingPolicy
+    ):
         lead += 1
     later = members[lead:]
     if not lead or all(
-        isinstance(member, ObservationMaskingPolicy | DropOldestPolicy) for member in later
+        isinstance(member, ObservationMaskingPolicy | StubDroppingPolicy | DropOldestPolicy)
+        for member in later
     ):
         return (policy,)
     first = members[0] if lead == 1 else PolicyChain(members[:lead])
@@ -143,12 +152,22 @@ class Planner:
                 held, shape.untouchable_tokens, settings.max_tokens, ledger, "untouchable messages"
             )
         stages = self._stages if policy is self._default else (policy,)
-        # compact_to when the untouchable turns leave it reachable; else, and when no plan
-        # reaches it, destructive moves stop once the request is under compact_at.
-        under_at = max(
-            min(settings.at, settings.max_tokens - self._headroom), shape.untouchable_tokens
-        )
-        budgets = [under_at] if shape.untouchable_tokens > settings.to else [settings.to, under_at]
+        untouchable = shape.untouchable_tokens
+        top = max(settings.max_tokens - self._headroom, untouchable)
+        if untouchable > settings.at:
+            # A small window: the untouchable turns alone pass compact_at. Everything that fits
+            # under max_tokens is sent; once it does not, the cut keeps the newest exchanges and
+            # leaves compact_to's share of the room that is left free, so the next steps append
+            # instead of cutting the front again.
+            if current.token_estimate() <= top:
+                return Pending((), (), policy)
+            room = top - untouchable
+            budgets = [untouchable + room * settings.to // settings.max_tokens]
+        else:
+            # compact_to when the untouchable turns leave it reachable; else, and when no plan
+            # reaches it, destructive moves stop once the request is under compact_at.
+            under_at = max(min(settings.at, top), untouchable)
+            budgets = [under_at] if untouchable > settings.to else [settings.to, under_at]
         summaries = any(turn.turn_id.startswith(SUMMARY_TURN_ID_PREFIX) for turn in current.turns)
         transcripts = [_with_summaries_pinned(current), current] if summaries else [current]
         made: Stages = ()
@@ -164,6 +183,8 @@ class Planner:
         if not made:  # the policy itself found the budget unsatisfiable, every time
             assert refused is not None  # noqa: S101 - the loop ran at least once
             raise refused
+        if _bare(made, hard):
+            made = self._fuller(made, stages, transcripts, top, hard)
         plan = made[-1][1]
         if plan.tokens_after_estimate > settings.max_tokens:
             kept = [
@@ -179,6 +200,30 @@ class Planner:
                 "untouchable messages and the exchanges they hold",
             )
         return Pending(made, self._calls(made), policy)
+
+    def _fuller(
+        self,
+        made: Stages,
+        stages: Sequence[CompactionPolicy],
+        transcripts: Sequence[Transcript],
+        top: int,
+        hard: CompactionBudget,
+    ) -> Stages:
+        """Return a plan that keeps more than the untouchable turns ``made`` keeps, if one fits.
+
+        The stages run again up to ``top`` (what ``max_tokens`` leaves), so the newest exchanges
+        that fit are sent; no new summary is planned so close to ``max_tokens`` (its overrun
+        would not fit).
+        """
+        quiet = _without_summarizers(stages)
+        for transcript in transcripts if quiet else ():
+            try:
+                fuller = self._run(transcript, quiet, top)
+            except BudgetUnsatisfiable:
+                continue
+            if fuller[-1][1].tokens_after_estimate <= top and not _bare(fuller, hard):
+                return fuller
+        return made
 
     def _run(self, current: Transcript, stages: Sequence[CompactionPolicy], budget: int) -> Stages:
         """Run ``stages`` over ``current``, each over the view the one before gives."""
@@ -248,6 +293,36 @@ class Planner:
             ):
                 dropped.append(index)
         return dropped
+
+
+def _without_summarizers(stages: Sequence[CompactionPolicy]) -> tuple[CompactionPolicy, ...]:
+    """Return ``stages`` with their summarizing members left out (none left: empty)."""
+    kept: list[CompactionPolicy] = []
+    for stage in stages:
+        members = stage.policies if isinstance(stage, PolicyChain) else (stage,)
+        rest = [
+            m for m in members if not isinstance(m, SummarizingPolicy | BoundedSummarizingPolicy)
+        ]
+        if rest:
+            kept.append(rest[0] if len(rest) == 1 else PolicyChain(rest))
+    return tuple(kept)
+
+
+def _bare(made: Stages, hard: CompactionBudget) -> bool:
+    """Whether the last stage of ``made`` keeps nothing but the untouchable turns.
+
+    Such a request sends the system prompt and the protected tail alone; a higher budget (up to
+    ``max_tokens``) is tried before it is sent.
+    """
+    transcript, plan = made[-1]
+    flags = layout(transcript, hard).untouchable
+    removed = (Action.DROP, Action.SUMMARIZE)
+    kept = [
+        flag
+        for flag, action in zip(flags, plan.actions, strict=True)
+        if action.action not in removed
+    ]
+    return len(kept) < len(transcript.turns) and all(kept)
 
 
 def _with_summaries_pinned(current: Transcript) -> Transcript:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from baseaicore import ValidationError
 
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import check_count
+from cutctx.formats._common import shown
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -22,10 +23,12 @@ if TYPE_CHECKING:
     ]
     type Priority = Callable[[int, dict[str, Any]], int]
     type Pin = Callable[[int, dict[str, Any]], bool]
+    type Observation = Callable[[int, dict[str, Any]], bool] | Callable[[dict[str, Any]], bool]
 
 __all__ = ["Settings", "tokens_of"]
 
 _OWNER = "ContextWindow"
+_VARARGS = 0x04  # a code object's flag for *args (inspect.CO_VARARGS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,7 @@ class Settings:
     cap: int | None
     recall: bool
     given: dict[str, Any]
+    observation: Pin | None = None  # called as (index, message), whichever shape was given
     head_prices: tuple[int, ...] | None = None  # a state's: the head is not priced again
 
     @classmethod
@@ -74,6 +78,8 @@ class Settings:
         pin: object,
         max_result_tokens: object,
         recall: object,
+        *,
+        observation: object = None,
     ) -> Settings:
         """Check every option and return the settings.
 
@@ -109,6 +115,7 @@ class Settings:
             ("summarize", summarize, "(request, turns) -> str"),
             ("priority", priority, "(index, message) -> int"),
             ("pin", pin, "(index, message) -> bool"),
+            ("observation", observation, "(index, message) -> bool"),
         ):
             if function is not None and not callable(function):
                 raise ValidationError(
@@ -141,6 +148,11 @@ class Settings:
             pin=pin,  # type: ignore[arg-type]
             cap=cap,
             recall=bool(recall),
+            observation=(
+                None
+                if observation is None
+                else two_argument(cast("Callable[..., bool]", observation))
+            ),
             given={
                 "max_tokens": top,
                 "compact_at": compact_at,
@@ -157,18 +169,47 @@ class Settings:
         )
 
 
-def tokens_of(name: str, value: object, max_tokens: int) -> int:
+def two_argument(function: Callable[..., bool]) -> Pin:
+    """Return ``function`` as a callable of ``(index, message)``.
+
+    ``observation=`` takes either shape: ``message -> bool`` (a function or method of one
+    required positional parameter and no ``*args``) or ``(index, message) -> bool``, as ``pin=``
+    takes. Any other callable (a class instance, a builtin) is called as ``pin=`` is.
+    """
+    code = getattr(function, "__code__", None)
+    if code is None or code.co_flags & _VARARGS:
+        return function
+    required = code.co_argcount - len(getattr(function, "__defaults__", None) or ())
+    if hasattr(function, "__self__"):  # a bound method: its first parameter is bound
+        required -= 1
+    if required == 1:
+        return lambda _index, message: function(message)
+    return function
+
+
+def tokens_of(name: str, value: object, max_tokens: int, *, owner: str = _OWNER) -> int:
     """Return ``value`` in tokens: a float is a fraction of ``max_tokens``, an int is tokens.
 
+    The one rule for every option that takes either: ``0.5`` is half of ``max_tokens``, ``500``
+    is 500 tokens. ``1`` is refused (one token is never meant: ``1.0`` is all of ``max_tokens``),
+    as is a float over 1 (``800.0``: write ``800`` for tokens).
+
     Raises:
-        ValidationError: for anything else, or a value outside ``(0, 1]`` or ``[1, max_tokens]``.
+        ValidationError: for anything else, or a value outside ``(0.0, 1.0]`` or
+            ``[2, max_tokens]``, naming ``owner`` and the option.
     """
     if isinstance(value, float) and 0 < value <= 1:
         return max(1, int(value * max_tokens))
-    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= max_tokens:
+    if isinstance(value, int) and not isinstance(value, bool) and 2 <= value <= max_tokens:
         return value
+    if value == 1 and not isinstance(value, bool | float):
+        hint = "; 1 would be one token: write 1.0 for all of max_tokens"
+    elif isinstance(value, float) and value > 1:
+        hint = f"; a float is a fraction: write {int(value)} for a token count"
+    else:
+        hint = ""
     raise ValidationError(
-        f"{_OWNER}.{name} must be a fraction in (0, 1] or a token count in [1, max_tokens], "
-        f"got {value!r:.40}",
-        details={"field": name, "max_tokens": max_tokens},
+        f"{owner}.{name} must be a fraction (a float in (0.0, 1.0]) or a token count (an int "
+        f"in [2, {max_tokens}]), got {shown(value)}{hint}",
+        details={"field": name, "max_tokens": max_tokens, "value": shown(value)},
     )

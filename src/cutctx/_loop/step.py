@@ -104,6 +104,10 @@ class Step:
     def complete(self, pending: Pending, texts: dict[str, str]) -> None:
         """Fold the compaction into the decisions, make the view and render the request."""
         state = self.state
+        if not pending.stages:  # a small window that still fits: sent as it is, nothing cut
+            state.request.tokens = self.tokens()
+            self.render(self.previous(), compacted=False)
+            return
         ledger = state.ledger
         estimator = self.settings.estimator
         decisions = state.decisions.fold(

@@ -32,7 +32,7 @@ from cutctx._loop.recall import (
 from cutctx._loop.request import Request, WindowStats
 from cutctx._loop.settings import Settings
 from cutctx._loop.state import WindowState
-from cutctx._loop.step import Step
+from cutctx._loop.step import Step, named
 from cutctx.formats import resolve
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
     from cutctx._loop.compact import CompactedMessages
-    from cutctx._loop.settings import Pin, Priority, Summarize
+    from cutctx._loop.settings import Observation, Pin, Priority, Summarize
     from cutctx.formats import Format, FormatName
 
 __all__ = ["ContextWindow", "WindowStats"]
@@ -49,17 +49,23 @@ __all__ = ["ContextWindow", "WindowStats"]
 class ContextWindow:
     """The request to send now, for every step of one agent conversation.
 
-    ``prepare(history)`` takes the application's full history (messages of ``format``, grown
-    at its end, never edited in place; equal messages handed as new objects are the same
-    history) and returns the messages to send. While the request — earlier decisions applied,
-    new messages appended — stays at or under ``compact_at``, nothing is re-planned; when it
-    would pass it, one compaction brings it to ``compact_to`` (or, when the untouchable turns
-    make that impossible, under ``compact_at``, removing no more than that needs). Fractions are
-    of ``max_tokens``, ints are tokens. Decisions are sticky: masked stays masked with the same
-    bytes, a summary is reused (and given up last), dropped stays dropped. ``keep_first`` pins
-    the first non-system messages (the task). Messages carrying a ``"priority"`` (or
-    ``priority=``, a function of ``(index, message)``) are shed by priority unless ``policy`` is
-    given; ``"sticky": true`` (or ``pin=``) pins a message; neither key is sent.
+    ``prepare(history)`` takes the application's full history (messages of ``format``, grown at
+    its end, never edited in place; equal messages handed as new objects are the same history)
+    and returns the messages to send. While the request — earlier decisions applied, new
+    messages appended — stays at or under ``compact_at``, nothing is re-planned; when it would
+    pass it, one compaction brings it to ``compact_to`` (or, when the untouchable turns make
+    that impossible, under ``compact_at``, removing no more than that needs; when they alone
+    pass ``compact_at``, every message that fits under ``max_tokens`` is sent, and a cut keeps
+    the newest exchanges). A float is a fraction of ``max_tokens`` (``0.8``, ``1.0``), an int a
+    token count (``800``; ``1`` is refused), for every option that takes either. Decisions are
+    sticky: masked stays masked with the same bytes, a summary is reused (and given up last),
+    dropped stays dropped. ``keep_first`` pins the first non-system messages (the task).
+    Messages carrying a ``"priority"`` (or ``priority=``, a function of ``(index, message)``)
+    are shed by priority unless ``policy`` is given; ``"sticky": true`` (or ``pin=``) pins a
+    message; neither key is sent. ``observation=`` (``message -> bool`` or ``(index, message) ->
+    bool``) marks the user messages that carry tool output (a ReAct agent's, SWE-agent's): each
+    is a tool result to every policy, in the exchange of the assistant message before it;
+    unmarked user messages are never touched.
 
     >>> window = ContextWindow("openai_chat", max_tokens=1000)
     >>> window.prepare([{"role": "user", "content": "hi"}])
@@ -72,7 +78,8 @@ class ContextWindow:
 
     .. versionadded:: 0.1.0
     .. versionchanged:: 0.1.1
-       ``format`` may be a ``cutctx.formats.Format``; a history is recognised by content.
+       ``format`` may be a ``cutctx.formats.Format``; a history is recognised by content;
+       ``observation=``.
     """
 
     def __init__(
@@ -95,18 +102,23 @@ class ContextWindow:
         pin: Pin | None = None,
         max_result_tokens: float | int | None = 0.25,
         recall: bool = False,
+        observation: Observation | None = None,
     ) -> None:
         settings = Settings.of(
             max_tokens, compact_at, compact_to, keep_first, protected_recent_turns,
             keep_recent_results, system, estimator, summarize, policy, summary_input_tokens,
-            cache_breakpoints, priority, pin, max_result_tokens, recall,
+            cache_breakpoints, priority, pin, max_result_tokens, recall, observation=observation,
         )  # fmt: skip
         if system is not None:
             check_json(system, "system")
         self._setup(resolve(format, owner="ContextWindow"), settings)
 
-    def _setup(self, fmt: Format[Any], settings: Settings) -> None:
-        """Make the window's parts for ``fmt`` and ``settings`` (``from_state`` comes here too)."""
+    def _setup(self, fmt: Format[Any], settings: Settings, *, version: int = 2) -> None:
+        """Make the window's parts for ``fmt`` and ``settings`` (``from_state`` comes here too).
+
+        ``version`` is the messages default's, when no policy is given (a state of version 1
+        continues with it).
+        """
         self._format, self._settings = fmt, settings
         self._policy: CompactionPolicy = settings.policy or default_messages_policy(
             estimator=settings.estimator,
@@ -114,6 +126,7 @@ class ContextWindow:
             summarize=settings.summarize is not None,
             summary_input_tokens=settings.summary_input,
             placeholder=RECALL_PLACEHOLDER if settings.recall else DEFAULT_PLACEHOLDER,
+            version=version,
         )
         self._recall = RecallIndex() if settings.recall else None
         self._free = [True]  # the one caller's token: taken by a step in flight (see _enter)
@@ -252,6 +265,7 @@ class ContextWindow:
         priority: Priority | None = None,
         pin: Pin | None = None,
         format: Format[Any] | None = None,
+        observation: Observation | None = None,
     ) -> ContextWindow:
         """Return a window that continues from ``state()`` (or its JSON text).
 
@@ -266,10 +280,12 @@ class ContextWindow:
         """
         decoded = codec.decode(
             state, estimator=estimator, summarize=summarize, policy=policy,
-            priority=priority, pin=pin, format=format,
+            priority=priority, pin=pin, format=format, observation=observation,
         )  # fmt: skip
         window = cls.__new__(cls)
         window._setup(decoded.fmt, decoded.settings)
+        if policy is None and decoded.policy != named(window._policy):
+            window._setup(decoded.fmt, decoded.settings, version=1)  # the first messages default
         codec.check_policy(decoded, window._policy)
         window._probe = decoded.probe
         window._state = dataclasses.replace(

@@ -12,7 +12,12 @@ from baseaicore import ValidationError
 
 from cutctx._core.digest import json_string_digest
 from cutctx._core.estimators import CharRatioEstimator
-from cutctx._core.metadata import KIND_METADATA, MASKED_KIND, TOOL_NAME_METADATA
+from cutctx._core.metadata import (
+    FRAMING_METADATA,
+    KIND_METADATA,
+    MASKED_KIND,
+    TOOL_NAME_METADATA,
+)
 from cutctx._core.values import (
     DEFAULT_PLACEHOLDER,
     EMPTY_METADATA,
@@ -233,6 +238,16 @@ class Stubber:
         else:
             stub = stub_text(placeholder, original, digest or json_string_digest(turn.content))
             replacement = TurnReplacement(stub, self._estimate(stub))
+        framing = turn.metadata.get(FRAMING_METADATA) if turn.metadata else None
+        if framing is not None and framing.isascii() and framing.isdigit():
+            # An observation's message costs its role beside the stub (a tool result's is in
+            # its call): the stub is priced as it is sent.
+            price = replacement.token_estimate + int(framing)
+            replacement = (
+                Stub(placeholder, price)
+                if isinstance(replacement, Stub)
+                else TurnReplacement(replacement.content, price)
+            )
         return replacement if replacement.token_estimate < turn.token_estimate else None
 
 

@@ -10,7 +10,14 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from cutctx._core.metadata import PRIORITY_KEY, PRIORITY_METADATA, STICKY_KEY, TOOL_NAME_METADATA
+from cutctx._core.metadata import (
+    FRAMING_METADATA,
+    PRIORITY_KEY,
+    PRIORITY_METADATA,
+    STICKY_KEY,
+    TOOL_NAME_METADATA,
+)
+from cutctx._core.values import Role
 from cutctx.formats._common import fail
 
 if TYPE_CHECKING:
@@ -19,7 +26,23 @@ if TYPE_CHECKING:
     from cutctx._core.values import TranscriptTurn
     from cutctx.formats._common import Part
 
-__all__ = ["PRIORITY_KEY", "STICKY_KEY", "read_marks", "sent_originals", "unmarked"]
+__all__ = [
+    "OBSERVATION_KEY_PREFIX",
+    "PRIORITY_KEY",
+    "STICKY_KEY",
+    "read_marks",
+    "read_observations",
+    "sent_originals",
+    "unmarked",
+]
+
+OBSERVATION_KEY_PREFIX: Final = "observation:"
+"""How an exchange an observation joins is keyed: the prefix, then its assistant message's index.
+
+With ``observation=``, every assistant message without a call carries this key (an exchange of
+one until an observation follows it), so the key is known from the index alone, whichever run of
+messages the observation is read in.
+"""
 
 _MARK_KEYS: Final = (STICKY_KEY, PRIORITY_KEY)
 
@@ -188,3 +211,82 @@ def _integer(fmt: str, index: int, value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise fail(fmt, index, f"{what} must be an integer, got {type(value).__name__}")
     return value
+
+
+def read_observations(
+    fmt: str,
+    turns: Sequence[TranscriptTurn],
+    parts: Mapping[str, Part],
+    sent: Sequence[dict[str, Any]],
+    observation: Callable[[int, dict[str, Any]], bool],
+    *,
+    offset: int = 0,
+    framing: int = 0,
+) -> tuple[list[TranscriptTurn], dict[str, Part]]:
+    """Return ``turns`` and ``parts`` with each observation read as a tool result.
+
+    An observation is a user message read whole as one turn (no tool result, no call) for which
+    ``observation(index, message)`` is true: its turn becomes a ``TOOL`` turn, maskable, in the
+    exchange of the assistant message just before it (one of its own when there is none), and
+    carries ``framing`` (what its message costs beyond a stub's price) in ``cutctx.framing``.
+    Every assistant turn without a call gets the key an observation after it joins. ``sent``
+    holds the messages from history index ``offset`` on. Unmarked user messages are untouched.
+
+    Raises:
+        ValidationError: naming the message, for an ``observation`` that returns no bool.
+    """
+    by_message: dict[int, list[int]] = {}
+    for position, turn in enumerate(turns):
+        index = parts[turn.turn_id].index
+        if index is not None:
+            by_message.setdefault(index, []).append(position)
+    out, read = list(turns), dict(parts)
+    for index, positions in by_message.items():
+        members = [turns[position] for position in positions]
+        if all(t.role is Role.ASSISTANT and t.tool_call_id is None for t in members):
+            key = f"{OBSERVATION_KEY_PREFIX}{index}"
+            for position in positions:
+                _replace(out, read, position, key)
+            continue
+        turn = members[0]
+        if (
+            len(members) != 1
+            or turn.role is not Role.USER
+            or turn.tool_call_id is not None
+            or parts[turn.turn_id].block is not None
+        ):
+            continue
+        mark = observation(index, sent[index - offset])
+        if not _flag(fmt, index, mark, "observation(index, message)"):
+            continue
+        metadata = dict(turn.metadata)
+        if framing:
+            metadata[FRAMING_METADATA] = str(framing)
+        key = f"{OBSERVATION_KEY_PREFIX}{index - 1}"
+        _replace(out, read, positions[0], key, Role.TOOL, metadata, maskable=True)
+    return out, read
+
+
+def _replace(  # noqa: PLR0917 - one private helper, its fields as named
+    turns: list[TranscriptTurn],
+    parts: dict[str, Part],
+    position: int,
+    tool_call_id: str,
+    role: Role | None = None,
+    metadata: Mapping[str, str] | None = None,
+    *,
+    maskable: bool | None = None,
+) -> None:
+    """Replace the turn at ``position`` (and its part) with the fields given changed."""
+    old = turns[position]
+    turn = dataclasses.replace(
+        old,
+        tool_call_id=tool_call_id,
+        role=old.role if role is None else role,
+        metadata=old.metadata if metadata is None else metadata,
+    )
+    turns[position] = turn
+    part = parts[turn.turn_id]
+    parts[turn.turn_id] = dataclasses.replace(
+        part, turn=turn, maskable=part.maskable if maskable is None else maskable
+    )

@@ -164,7 +164,10 @@ class _Anthropic(Format[Message]):
                 built.append((summary, piece.cost, None))
                 continue
             message = binding.messages[piece.index]
-            if piece.masked:
+            if None in piece.masked:  # an observation, masked or excerpted whole
+                message = dict(message)
+                message["content"] = stub_content(message["content"], piece.masked[None], "text")
+            elif piece.masked:
                 content = list(message["content"])
                 for block_index, stub in piece.masked.items():
                     assert block_index is not None  # noqa: S101 - tool results are split by block

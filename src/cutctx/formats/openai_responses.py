@@ -163,7 +163,12 @@ class _OpenAIResponses(Format[Message]):
                 out.append({"type": "message", "role": "user", "content": summary_text(piece.text)})
                 continue
             item = binding.messages[piece.index]
-            if piece.masked:
+            if piece.masked and item.get("type", "message") == "message":  # an observation
+                item = dict(item)
+                item["content"] = stub_content(
+                    item.get("content"), piece.masked[None], "input_text"
+                )
+            elif piece.masked:
                 item = dict(item)
                 stub = piece.masked[None]
                 if None in piece.excerpts:  # one input_text part; images and files stay

@@ -137,12 +137,18 @@ class _PydanticAI(ViaChat[ModelMessage]):
             raise fail(FORMAT, None, "only a ModelRequest's tool results can be masked")
         parts = list(message.parts)
         for block, stub in stubs.items():
-            part = parts[cast("int", block)]
+            if block is None:  # an observation: the request's user prompt, masked whole
+                parts = [
+                    dataclasses.replace(p, content=stub) if isinstance(p, UserPromptPart) else p
+                    for p in parts
+                ]
+                continue
+            part = parts[block]
             if isinstance(part, ToolReturnPart):
                 # A plain result (a typed part's kind does not fit a stub), sent as it is: a
                 # stub is no error, so an error outcome becomes a success.
                 outcome = "success" if part.outcome in ERROR_OUTCOMES else part.outcome
-                parts[cast("int", block)] = ToolReturnPart(
+                parts[block] = ToolReturnPart(
                     part.tool_name,
                     stub,
                     part.tool_call_id,
@@ -151,7 +157,7 @@ class _PydanticAI(ViaChat[ModelMessage]):
                     outcome=outcome,
                 )
             elif isinstance(part, RetryPromptPart) and part.tool_name is not None:
-                parts[cast("int", block)] = ToolReturnPart(
+                parts[block] = ToolReturnPart(
                     part.tool_name, stub, part.tool_call_id, timestamp=part.timestamp
                 )
         return dataclasses.replace(message, parts=parts)

@@ -31,7 +31,7 @@ _NEW: Final[Callable[..., ContextWindow]] = ContextWindow
 _RESTORE: Final[Callable[..., ContextWindow]] = ContextWindow.from_state
 
 _FROM_REQUEST: Final = ("format", "system")
-_CALLABLES: Final = ("estimator", "summarize", "policy", "priority", "pin")
+_CALLABLES: Final = ("estimator", "summarize", "policy", "priority", "pin", "observation")
 """The options a window's state does not hold: ``from_state`` takes them again."""
 
 
@@ -57,6 +57,7 @@ class WindowOptions(TypedDict, total=False):
     pin: Callable[[int, dict[str, Any]], bool] | None
     max_result_tokens: float | int | None
     recall: bool
+    observation: Callable[[int, dict[str, Any]], bool] | Callable[[dict[str, Any]], bool] | None
 
 
 class Options:
@@ -134,7 +135,8 @@ class HeldWindow:
     ) -> Self:
         """Return the integration that continues ``state``, given the same options again.
 
-        The callables (``estimator``, ``summarize``, ``policy``, ``priority``, ``pin``) must be
+        The callables (``estimator``, ``summarize``, ``policy``, ``priority``, ``pin``,
+        ``observation``) must be
         the ones the state was made with; the rest of the window's settings travel in the state.
 
         Raises:

