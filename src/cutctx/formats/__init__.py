@@ -3,8 +3,9 @@
 A ``Format`` owns everything one message shape means to cutctx: reading messages into turns,
 pricing them as sent, the provider's sequencing rules and pins, and rendering a view back. The
 built-in ones are ``OPENAI_CHAT`` (Chat Completions messages), ``OPENAI_RESPONSES`` (Responses
-API input items) and ``ANTHROPIC`` (Messages API); each lives in its module, which also keeps the
-functions ``to_transcript(messages, *, estimator=None, system=None)``, ``from_transcript(view,
+API input items), ``ANTHROPIC`` (Messages API), ``GEMINI`` (google-genai contents) and
+``BEDROCK_CONVERSE`` (AWS Bedrock Converse messages); each lives in its module, which also keeps
+the functions ``to_transcript(messages, *, estimator=None, system=None)``, ``from_transcript(view,
 binding)`` and ``count_tokens``. Everything that takes a format takes a ``Format`` or the name
 of a built-in one (``FormatName``), or of one an installed package registers in the entry-point
 group ``cutctx.formats`` (``ENTRY_POINT_GROUP``); ``resolve`` turns either into the ``Format``.
@@ -13,7 +14,7 @@ The types a format's methods take and return are public here: ``Reader`` and its
 checks a format against the contract. The core never imports this package.
 
 >>> resolve("anthropic") is ANTHROPIC, sorted(NAMES)
-(True, ['anthropic', 'openai_chat', 'openai_responses'])
+(True, ['anthropic', 'bedrock_converse', 'gemini', 'openai_chat', 'openai_responses'])
 
 .. versionadded:: 0.1.0
 """
@@ -26,6 +27,8 @@ from typing import Any, Final, Literal
 from baseaicore import ValidationError
 
 from cutctx.formats import anthropic as anthropic
+from cutctx.formats import bedrock_converse as bedrock_converse
+from cutctx.formats import gemini as gemini
 from cutctx.formats import openai_chat as openai_chat
 from cutctx.formats import openai_responses as openai_responses
 from cutctx.formats._common import SUMMARY_LABEL as SUMMARY_LABEL
@@ -41,12 +44,16 @@ from cutctx.formats._reader import Scanned as Scanned
 from cutctx.formats._registry import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
 from cutctx.formats._registry import installed, installed_names
 from cutctx.formats.anthropic import ANTHROPIC as ANTHROPIC
+from cutctx.formats.bedrock_converse import BEDROCK_CONVERSE as BEDROCK_CONVERSE
+from cutctx.formats.gemini import GEMINI as GEMINI
 from cutctx.formats.openai_chat import OPENAI_CHAT as OPENAI_CHAT
 from cutctx.formats.openai_responses import OPENAI_RESPONSES as OPENAI_RESPONSES
 
 __all__ = [
     "ANTHROPIC",
+    "BEDROCK_CONVERSE",
     "ENTRY_POINT_GROUP",
+    "GEMINI",
     "NAMES",
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
@@ -61,6 +68,8 @@ __all__ = [
     "Scanned",
     "anthropic",
     "available",
+    "bedrock_converse",
+    "gemini",
     "openai_chat",
     "openai_responses",
     "resolve",
@@ -68,7 +77,13 @@ __all__ = [
 ]
 
 type FormatName = Literal[
-    "openai_chat", "openai_responses", "anthropic", "langchain", "pydantic_ai"
+    "openai_chat",
+    "openai_responses",
+    "anthropic",
+    "gemini",
+    "bedrock_converse",
+    "langchain",
+    "pydantic_ai",
 ]
 """The names of the built-in formats (and of the frameworks'); a misspelt one is a type error.
 
@@ -76,7 +91,7 @@ type FormatName = Literal[
 """
 
 _BUILT_IN: Final[dict[str, Format[Message]]] = {
-    fmt.name: fmt for fmt in (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC)
+    fmt.name: fmt for fmt in (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI, BEDROCK_CONVERSE)
 }
 
 _FRAMEWORKS: Final[tuple[str, ...]] = ("langchain", "pydantic_ai")

@@ -1,0 +1,515 @@
+"""AWS Bedrock Converse messages to and from cutctx transcripts.
+
+Messages are ``{"role": "user" | "assistant", "content": [blocks]}`` dicts, each block a one-key
+object (``text``, ``image``, ``document``, ``toolUse``, ``toolResult``, ``reasoningContent``,
+``cachePoint``, ``guardContent``, ...), as boto3's ``converse`` takes them (image bytes raw) or
+as Converse's JSON carries them (base64 text); boto3 is never imported. ``system=`` is a string
+or Converse's list of system blocks: a pinned turn, priced, never emitted.
+
+Each message is one turn ``m<i>``, except a user message holding ``toolResult`` blocks: each
+result is its own ``TOOL`` turn (the first ``m<i>``, the others ``m<i>.<block>``) and its other
+blocks one ``USER`` turn ``m<i>.<block>``. An assistant message with ``toolUse`` blocks and every
+turn of the message answering it share one ``tool_call_id``: one exchange. Assistant messages
+are never edited, so ``reasoningContent`` goes out unchanged or not at all.
+
+The input must be a valid request (user first, strict alternation, every ``toolUse`` answered in
+the next message by as many ``toolResult`` blocks with the same ids); so is the output: adjacent
+messages of one role are merged, except behind an assistant message holding reasoning, where a
+user filler (``FILLER_TEXT``) goes between, as before an assistant message that would open the
+request. ``mark_cache`` adds a ``cachePoint`` while the request holds fewer than four. See
+``docs/formats/bedrock_converse.md``.
+
+>>> transcript, binding = to_transcript([{"role": "user", "content": [{"text": "hi"}]}])
+>>> transcript.turn_ids(), from_transcript(transcript, binding)
+(('system', 'm0'), [{'role': 'user', 'content': [{'text': 'hi'}]}])
+
+.. versionadded:: 0.1.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from cutctx._core.values import Role, Transcript, TranscriptTurn
+from cutctx.formats._bedrock_blocks import (
+    FORMAT,
+    block_of,
+    cache_points,
+    kind_of,
+    result_of,
+)
+from cutctx.formats._common import (
+    Binding,
+    Message,
+    Part,
+    Pricer,
+    check_dict,
+    check_messages,
+    collect,
+    fail,
+    field_of,
+    joined,
+    render_content,
+    restore,
+    shown,
+    summary_text,
+    system_turn,
+    text_field,
+)
+from cutctx.formats._format import Format, Rendered
+from cutctx.formats._marks import read_marks, sent_originals
+from cutctx.formats._plain import plain
+from cutctx.formats._reader import Scanned
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from cutctx._core.protocols import TokenEstimator
+    from cutctx._core.report import CompactedTranscript
+
+__all__ = [
+    "BEDROCK_CONVERSE",
+    "FILLER_TEXT",
+    "FORMAT",
+    "MAX_CACHE_POINTS",
+    "count_tokens",
+    "from_transcript",
+    "to_transcript",
+]
+
+FILLER_TEXT: Final = "(earlier turns were compacted)"
+"""The user message put before an assistant message that would open the request, or that holds
+reasoning and would follow another assistant message."""
+
+MAX_CACHE_POINTS: Final = 4
+"""Converse refuses a request with more ``cachePoint`` blocks than this (system and messages)."""
+
+_CACHE_POINT: Final = {"cachePoint": {"type": "default"}}
+
+
+class _BedrockConverse(Format[Message]):
+    """The Converse format (``BEDROCK_CONVERSE``)."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return FORMAT
+
+    @property
+    def system_field(self) -> str | None:
+        return "system"
+
+    def tool_definition(
+        self, name: str, description: str, parameters: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        spec = {"name": name, "description": description, "inputSchema": {"json": dict(parameters)}}
+        return {"toolSpec": spec}
+
+    def pieces(
+        self, message: Mapping[str, Any], *, estimator: TokenEstimator, tokens: int
+    ) -> tuple[list[tuple[str, int]], int]:
+        del tokens
+        pricer = self.pricer(estimator)
+        calls: list[tuple[str, int]] = []
+        thoughts = 0
+        content = message.get("content")
+        for position, block in enumerate(content if isinstance(content, list) else ()):
+            _, price = block_of(pricer, -1, block, f"content[{position}]")
+            if "toolUse" in block:
+                calls.append((block["toolUse"]["name"], price))
+            elif "reasoningContent" in block:
+                thoughts += price
+        return calls, thoughts
+
+    def fingerprint_data(self, message: Message) -> object:
+        return plain(message) if isinstance(message, Mapping) else message
+
+    def head(self, system: object, *, estimator: TokenEstimator) -> tuple[TranscriptTurn, ...]:
+        # Always one turn: it carries the reserve of the filler that may open the request.
+        pricer = self.pricer(estimator)
+        text, cost = _system(system, pricer)
+        return (system_turn(text, cost + _reserve(pricer)),)
+
+    def scan(
+        self,
+        messages: Sequence[Message],
+        *,
+        estimator: TokenEstimator,
+        offset: int = 0,
+        follows: Message | None = None,
+        priority: Callable[[int, dict[str, Any]], int] | None = None,
+        pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    ) -> Scanned[Message]:
+        return _scan(
+            messages,
+            estimator,
+            strict=True,
+            offset=offset,
+            follows=follows,
+            priority=priority,
+            pin=pin,
+        )
+
+    def render(
+        self, view: Transcript | CompactedTranscript, binding: Binding[Message]
+    ) -> Rendered[Message]:
+        built: list[tuple[dict[str, Any], int, int]] = []
+        for piece in collect(FORMAT, view, binding):
+            if piece.index is None:
+                summary = {"role": "user", "content": [{"text": summary_text(piece.text)}]}
+                built.append((summary, piece.cost, -1))
+                continue
+            message = binding.messages[piece.index]
+            if piece.masked:
+                content = list(message["content"])
+                for position, stub in piece.masked.items():
+                    assert position is not None  # noqa: S101 - results are split by block
+                    result = dict(content[position]["toolResult"])
+                    result["content"] = [{"text": stub}]
+                    content[position] = {"toolResult": result}
+                message = {**message, "content": content}
+            built.append((message, piece.cost, piece.index))
+        messages, costs, merged = _alternate(built)
+        return Rendered(restore(binding, messages), costs, merged)
+
+    def count_tokens(
+        self,
+        messages: Sequence[Message],
+        *,
+        estimator: TokenEstimator | None = None,
+        system: object = None,
+    ) -> int:
+        pricer = self.pricer(estimator)
+        head = self.head(system, estimator=pricer.estimator)
+        read = _scan(messages, pricer.estimator, strict=False)
+        return sum(turn.token_estimate for turn in (*head, *read.turns))
+
+    def mark_cache(self, request: list[Message], stable: int, system: object) -> list[Message]:
+        if stable <= 0:
+            return request
+        held = cache_points(system) + sum(
+            cache_points(field_of(message, "content")) for message in request
+        )
+        message = request[stable - 1]
+        content = field_of(message, "content")
+        if held >= MAX_CACHE_POINTS or not isinstance(content, list) or not content:
+            return request
+        if isinstance(content[-1], Mapping) and "cachePoint" in content[-1]:
+            return request
+        marked = list(request)
+        marked[stable - 1] = {
+            **cast("Mapping[str, Any]", message),
+            "content": [*content, _CACHE_POINT],
+        }
+        return marked
+
+
+BEDROCK_CONVERSE: Final[Format[Message]] = _BedrockConverse()
+"""The Converse ``Format``; ``format="bedrock_converse"`` names it.
+
+.. versionadded:: 0.1.1
+"""
+
+
+def to_transcript[M: Message](
+    messages: Sequence[M],
+    *,
+    estimator: TokenEstimator | None = None,
+    system: object = None,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
+) -> tuple[Transcript, Binding[M]]:
+    """Map Converse ``messages`` (and ``system``) onto a transcript and the binding back.
+
+    A message's ``"sticky": true`` (or a true ``pin(index, message)``) pins its turns and its
+    ``"priority": n`` (or ``priority(index, message)``) becomes their ``cutctx.priority``;
+    neither key is sent on. A ``toolResult``'s turn names its tool in ``cutctx.tool_name``.
+
+    Raises:
+        ValidationError: naming the message ``index`` in ``details`` for a non-list, a message
+            that is not an object, a role other than ``user`` and ``assistant``, content that
+            is not a non-empty list, a block that is not a one-key object, a request that does
+            not open with a user message or does not alternate, a ``toolUse`` not answered in
+            the next message (as many ``toolResult`` blocks, the same ids), a result without
+            its use, a tool use id used twice, an error result with no content, more than four
+            ``cachePoint`` blocks, a tool ``input`` JSON cannot hold, or a field of the wrong
+            type.
+
+    .. versionadded:: 0.1.1
+    """
+    made = BEDROCK_CONVERSE.to_transcript(
+        messages, estimator=estimator, system=system, priority=priority, pin=pin
+    )
+    return cast("tuple[Transcript, Binding[M]]", made)
+
+
+def from_transcript[M: Message](
+    view: Transcript | CompactedTranscript, binding: Binding[M]
+) -> list[M]:
+    """Rebuild Converse messages from a (compacted) view of ``binding``'s transcript.
+
+    Kept messages are the caller's own dicts, in order, unless a neighbour was removed and they
+    had to be merged; a masked ``toolResult`` is a copy whose ``content`` is one text block, the
+    stub (``toolUseId`` and ``status`` kept); a summary is a user message of one text block
+    opening with ``SUMMARY_LABEL``. ``system`` is never emitted: send ``binding.system``.
+
+    Raises:
+        ValidationError: for a binding of another format or a view it cannot have produced.
+
+    .. versionadded:: 0.1.1
+    """
+    binding_ = cast("Binding[Message]", binding)
+    return cast("list[M]", BEDROCK_CONVERSE.from_transcript(view, binding_))
+
+
+def count_tokens(
+    messages: Sequence[Message],
+    *,
+    estimator: TokenEstimator | None = None,
+    system: object = None,
+) -> int:
+    """Return what ``messages`` and ``system`` cost under this format's pricing rules.
+
+    That is the sum of the turns' estimates, the filler reserves included. A partial history (a
+    ``toolUse`` still waiting for its result) is priced message by message.
+
+    >>> count_tokens([{"role": "user", "content": [{"text": "twelve chars"}]}])
+    11
+
+    Raises:
+        ValidationError: for a field of the wrong type, as ``to_transcript`` does.
+
+    .. versionadded:: 0.1.1
+    """
+    return BEDROCK_CONVERSE.count_tokens(messages, estimator=estimator, system=system)
+
+
+def _reserve(pricer: Pricer) -> int:
+    """Return the price of a filler message: what each place that may need one reserves."""
+    return pricer.framing + pricer.text(FILLER_TEXT)
+
+
+def _is_filler(message: Mapping[str, Any]) -> bool:
+    return message.get("role") == "user" and message.get("content") == [{"text": FILLER_TEXT}]
+
+
+def _reasons(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list | tuple) and any(
+        isinstance(block, Mapping) and "reasoningContent" in block for block in content
+    )
+
+
+def _system(system: object, pricer: Pricer) -> tuple[str, int]:
+    """Read and price ``system``: a string or a list of text, guard and cache point blocks."""
+    if system is None:
+        return "", 0
+    if isinstance(system, str):
+        return system, pricer.framing + pricer.text(system)
+    if not isinstance(system, list | tuple):
+        raise fail(
+            FORMAT, None, f"system must be a string or a list of blocks, got {shown(system)}"
+        )
+    texts: list[str] = []
+    cost = pricer.framing
+    for block in system:
+        kind = next(iter(block), None) if isinstance(block, Mapping) and len(block) == 1 else None
+        text: object
+        if kind == "text" and isinstance(block["text"], str):
+            text = block["text"]
+        elif kind == "guardContent" and isinstance(block["guardContent"], Mapping):
+            inner = block["guardContent"].get("text")
+            text = inner.get("text") if isinstance(inner, Mapping) else None
+        elif kind == "cachePoint":
+            continue
+        else:
+            text = None
+        if not isinstance(text, str):
+            raise fail(FORMAT, None, "system must be a string or a list of text blocks")
+        texts.append(text)
+        cost += pricer.text(text)
+    return joined([text for text in texts if text]), cost
+
+
+def _alternate(
+    built: list[tuple[dict[str, Any], int, int]],
+) -> tuple[list[dict[str, Any]], list[int], frozenset[int]]:
+    """Merge adjacent messages of one role; a filler where a merge is not allowed.
+
+    A user filler goes before an assistant message that would open the request, and between two
+    assistant messages the second of which holds reasoning (it stays first in its message). A
+    filler costs 0: its price is reserved (by the head, and by each message holding reasoning).
+    """
+    out: list[dict[str, Any]] = []
+    costs: list[int] = []
+    merged: set[int] = set()
+    for message, cost, source in built:
+        role = message["role"]
+        if (not out and role == "assistant") or (
+            out and out[-1]["role"] == role == "assistant" and _reasons(message)
+        ):
+            out.append({"role": "user", "content": [{"text": FILLER_TEXT}]})
+            costs.append(0)
+        elif out and out[-1]["role"] == role:
+            out[-1] = {**out[-1], "content": [*out[-1]["content"], *message["content"]]}
+            costs[-1] += cost
+            if source >= 0:
+                merged.add(source)
+            continue
+        out.append(message)
+        costs.append(cost)
+    return out, costs, frozenset(merged)
+
+
+def _scan(  # noqa: PLR0912, PLR0915 - one pass over the messages, one branch per rule
+    messages: Sequence[Message],
+    estimator: object,
+    *,
+    strict: bool,
+    offset: int = 0,
+    follows: Message | None = None,
+    priority: Callable[[int, dict[str, Any]], int] | None = None,
+    pin: Callable[[int, dict[str, Any]], bool] | None = None,
+) -> Scanned[Message]:
+    """Read the messages after ``offset`` earlier ones; without ``strict`` only field shapes."""
+    pricer = Pricer.of(FORMAT, estimator)
+    items = check_messages(FORMAT, messages, offset)
+    reserve = _reserve(pricer)
+    turns: list[TranscriptTurn] = []
+    parts: dict[str, Part] = {}
+    tool_names: dict[str, str] = {}
+    pending: dict[str, str] = {}  # the open uses' names, by id
+    opener, key = -1, ""
+    before = None if follows is None else field_of(follows, "role")
+    previous = before if isinstance(before, str) else None
+    seen: dict[str, int] = {}
+    points = 0
+    for index, message in enumerate(items, offset):
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            hint = " (pass the system prompt as system=)" if role == "system" else ""
+            raise fail(FORMAT, index, f"unknown role {shown(role)}{hint}", role=shown(role))
+        content = message.get("content")
+        if not isinstance(content, list | tuple):
+            raise fail(FORMAT, index, f"content must be a list, got {type(content).__name__}")
+        kinds = [kind_of(index, block, f"content[{n}]")[0] for n, block in enumerate(content)]
+        points += kinds.count("cachePoint")
+        if strict:
+            if not content:
+                raise fail(FORMAT, index, f"a {role} message must have content")
+            if previous is None and index == 0 and role != "user":
+                raise fail(FORMAT, index, "the conversation must open with a user message")
+            if role == previous:
+                raise fail(FORMAT, index, f"two {role} messages in a row (strict alternation)")
+            if points > MAX_CACHE_POINTS:
+                raise fail(FORMAT, index, f"more than {MAX_CACHE_POINTS} cachePoint blocks")
+            if pending and (role != "user" or "toolResult" not in kinds):
+                raise _unanswered(opener, list(pending))
+        previous = role
+        turn_id = f"m{index}"
+        if role == "assistant":
+            if strict and "toolResult" in kinds:
+                raise fail(FORMAT, index, "an assistant message cannot hold toolResult blocks")
+            text, cost = render_content(
+                FORMAT, pricer, index, content, "content", partial(block_of, pricer, index)
+            )
+            uses: dict[str, str] = {}
+            for position, kind in enumerate(kinds):
+                if kind == "toolUse":
+                    use = content[position]["toolUse"]
+                    if strict and use["toolUseId"] in (*uses, *seen):
+                        raise fail(
+                            FORMAT, index, f"the tool use id {use['toolUseId']!r:.60} is used twice"
+                        )
+                    uses[use["toolUseId"]] = use["name"]
+            seen.update(dict.fromkeys(uses, index))
+            if _reasons(message):
+                cost += reserve  # a filler may have to go before it
+            turn = TranscriptTurn(
+                turn_id, Role.ASSISTANT, text, pricer.framing + cost, turn_id if uses else None
+            )
+            turns.append(turn)
+            parts[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
+            pending, opener, key = uses, index, turn_id
+            continue
+        if strict and "toolUse" in kinds:
+            raise fail(FORMAT, index, "a user message cannot hold toolUse blocks")
+        answer_key = key if pending else None
+        results = [position for position, kind in enumerate(kinds) if kind == "toolResult"]
+        answered: list[str] = []
+        for position in results:
+            where = f"content[{position}].toolResult"
+            result = check_dict(FORMAT, index, content[position]["toolResult"], where)
+            use_id = text_field(FORMAT, index, result.get("toolUseId"), f"{where}.toolUseId")
+            status = result.get("status")
+            if strict and (use_id not in pending or use_id in answered):
+                raise fail(
+                    FORMAT,
+                    index,
+                    f"toolResult for {use_id!r:.60} has no toolUse in the message before it "
+                    "(or answers it twice)",
+                    tool_use_id=use_id,
+                )
+            if strict and status not in (None, "success", "error"):
+                raise fail(FORMAT, index, f"{where}.status must be success or error")
+            if strict and status == "error" and not result.get("content"):
+                raise fail(FORMAT, index, f"{where}: an error result must have content")
+            answered.append(use_id)
+        if strict and len(answered) != len(pending):
+            missing = [use_id for use_id in pending if use_id not in answered]
+            raise _unanswered(opener, missing)
+        names = dict(pending)
+        pending = {}
+        if not results:
+            text, cost = render_content(
+                FORMAT, pricer, index, content, "content", partial(block_of, pricer, index)
+            )
+            if _is_filler(message):
+                text, cost = "", -pricer.framing
+            turn = TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost)
+            turns.append(turn)
+            parts[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
+            continue
+        rest = [position for position in range(len(content)) if position not in results]
+        siblings = len(results) + (1 if rest else 0)
+        for number, position in enumerate(results):
+            part_id = turn_id if number == 0 else f"{turn_id}.{position}"
+            where = f"content[{position}].toolResult"
+            text, cost = result_of(pricer, index, content[position]["toolResult"], where)
+            framing = pricer.framing if number == 0 else 0
+            turn = TranscriptTurn(part_id, Role.TOOL, text, framing + cost, answer_key)
+            turns.append(turn)
+            parts[part_id] = Part(turn, index, position, maskable=True, siblings=siblings)
+            name = names.get(answered[number])
+            if name is not None:
+                tool_names[part_id] = name
+        if rest:
+            texts: list[str] = []
+            cost = 0
+            for position in rest:
+                text, price = block_of(pricer, index, content[position], f"content[{position}]")
+                cost += price
+                if text:
+                    texts.append(text)
+            part_id = f"{turn_id}.{rest[0]}"
+            turn = TranscriptTurn(part_id, Role.USER, joined(texts), cost, answer_key)
+            turns.append(turn)
+            parts[part_id] = Part(turn, index, rest[0], maskable=False, siblings=siblings)
+    if strict and pending:
+        raise _unanswered(opener, list(pending))
+    sent = read_marks(
+        FORMAT, items, turns, parts, tool_names, priority=priority, pin=pin, offset=offset
+    )
+    return Scanned(tuple(turns), parts, sent, tuple(sent_originals(messages, items, sent)))
+
+
+def _unanswered(opener: int, missing: list[str]) -> Exception:
+    return fail(
+        FORMAT,
+        opener,
+        f"toolUse {missing[0]!r:.60} has no toolResult in the next message",
+        tool_use_ids=missing[:10],
+    )
