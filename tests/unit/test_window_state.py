@@ -536,6 +536,7 @@ class TestCalibration:
         assert max(count - slope * estimate - offset for estimate, count in reports) == margin
 
     def test_one_report_bounds_the_slope_and_keeps_the_rest_as_offset(self) -> None:
+        assert Calibration().fit() == (1.0, 0.0, 0.0)
         assert Calibration(((15, 417),)).fit() == (1.5, 417 - 22.5, 0.0)
         assert Calibration(((10_000, 12_900),)).fit() == (1.29, 0.0, 0.0)
         assert Calibration(((1000, 100),)).fit() == (0.5, 0.0, 0.0)
