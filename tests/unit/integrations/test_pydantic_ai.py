@@ -429,7 +429,7 @@ class Reporting(Scripted):
 class TestContextWindowProcessorUsage:
     def test_the_usage_a_test_model_makes_up_is_not_reported(self) -> None:
         _, processor, _ = session()  # FunctionModel made up a usage for every response
-        assert processor.state()["calibration"]["ratios"] == []
+        assert processor.state()["calibration"]["reports"] == []
 
     def test_the_responses_usage_calibrates_the_window_no_request_over_after_the_first(
         self,
