@@ -44,14 +44,15 @@ def fetches_from_the_index(arguments: str) -> bool:
 
 
 def raised_texts(path: Path) -> list[str]:
-    """Return the literal text of each ``raise ImportError(...)`` or ``CliError(...)``."""
+    """Return the literal text of each ``raise ImportError(...)``, ``CliError(...)`` or
+    ``ValidationError(...)`` (a named tokenizer without its extra says how to install it)."""
     texts = []
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         if (
             isinstance(node, ast.Raise)
             and isinstance(node.exc, ast.Call)
             and isinstance(node.exc.func, ast.Name)
-            and node.exc.func.id in ("ImportError", "CliError")
+            and node.exc.func.id in ("ImportError", "CliError", "ValidationError")
         ):
             texts.append(
                 "".join(

@@ -802,7 +802,7 @@ class TestBadInput:
         monkeypatch.setitem(sys.modules, "tiktoken", None)
         code, _, err = run(capsys, "stats", str(path), "--tokenizer", "cl100k_base")
         assert code == 2
-        assert 'pip install "cutctx[tiktoken]"' in err
+        assert "the cutctx[tiktoken] extra" in err
         assert "in a cutctx checkout, pip install '.[tiktoken]'" in err
 
     @pytest.mark.parametrize(

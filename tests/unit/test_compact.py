@@ -193,7 +193,7 @@ class TestCompactMessages:
     @pytest.mark.parametrize(
         ("kwargs", "fragment"),
         [
-            ({"format": "gemini"}, "format must be a cutctx.formats.Format or one of"),
+            ({"format": "no_such_format"}, "format must be a cutctx.formats.Format or one of"),
             ({"format": dataclasses}, "format must be a cutctx.formats.Format or one of"),
             ({"format": "openai_chat", "summarize": "yes"}, "summarize must be callable"),
             ({"format": "openai_chat", "policy": object()}, "policy must be a CompactionPolicy"),

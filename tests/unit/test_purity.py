@@ -24,7 +24,8 @@ From ``baseaicore`` (the one runtime dependency) only its error classes and its 
 helpers may be imported: it also ships a clock and an id generator, which the core must not use.
 
 The framework formats and integrations may import their own framework, and only theirs
-(``FRAMEWORKS``): importing them is what they are for, and ``cutctx`` never imports them. So may
+(``FRAMEWORKS``): importing them is what they are for, and ``cutctx`` never imports them (the
+Agents SDK integration also ``contextvars``, to find the run a usage report is about). So may
 ``cutctx._core.estimators`` import tiktoken (the ``cutctx[tiktoken]`` extra), inside the one
 function that loads an encoding a caller names (``estimator="cl100k_base"``): reading the
 tokenizer's own data is what naming it asks for, and ``import cutctx`` never imports it. The
@@ -83,7 +84,8 @@ FRAMEWORKS = {
     "cutctx.formats.langchain": frozenset({"langchain_core"}),
     "cutctx.formats.pydantic_ai": frozenset({"pydantic_ai"}),
     "cutctx.integrations.langchain": frozenset({"langchain", "langchain_core", "langgraph"}),
-    "cutctx.integrations.openai_agents": frozenset({"agents"}),
+    # contextvars: the run that sent a request is found again by its task's context (on_llm_end)
+    "cutctx.integrations.openai_agents": frozenset({"agents", "contextvars"}),
     "cutctx.integrations.pydantic_ai": frozenset({"pydantic_ai"}),
     "cutctx._core.estimators": frozenset({"tiktoken"}),  # a tokenizer named by the caller
 }

@@ -314,7 +314,7 @@ class TestSettings:
     @pytest.mark.parametrize(
         ("kwargs", "match"),
         [
-            ({"format": "gemini"}, "format must be a cutctx.formats.Format or one of"),
+            ({"format": "no_such_format"}, "format must be a cutctx.formats.Format or one of"),
             ({"max_tokens": 0}, "max_tokens must be at least 1"),
             ({"estimator": object()}, "estimator must have estimate_tokens"),
             ({"compact_to": 5000}, "compact_to"),

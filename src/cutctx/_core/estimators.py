@@ -172,7 +172,7 @@ def load_encoding(name: str, *, owner: str) -> TokenizerEstimator:
         import tiktoken  # noqa: PLC0415 - an optional extra, loaded only when a name is given
     except ImportError:
         raise ValidationError(
-            f'{owner}: the tokenizer {name!r} needs tiktoken: pip install "cutctx[tiktoken]" '
+            f"{owner}: the tokenizer {name!r} needs tiktoken, the cutctx[tiktoken] extra "
             "(in a cutctx checkout, pip install '.[tiktoken]')",
             details={"field": "estimator", "extra": "tiktoken"},
         ) from None

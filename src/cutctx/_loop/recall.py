@@ -344,6 +344,7 @@ def _readable(fmt: Format[Any], messages: Sequence[Any], estimator: TokenEstimat
         where = details.get("index")
         if not isinstance(where, int) or isinstance(where, bool) or not 0 < where < len(messages):
             raise
+        fmt.reader(estimator=estimator).read(messages)  # refused short of its end: raised as is
         for message in messages[where:]:
             try:
                 alone = fmt.to_transcript([message], estimator=estimator)[0]
