@@ -327,7 +327,8 @@ def _int(value: object, field: str) -> int:
 
 
 def _ints(values: object, field: str) -> list[int]:
-    if not isinstance(values, list) or not all(type(value) is int for value in values):
+    # ``set(map(type, ...))``: one C pass over what may be every held turn's price.
+    if not isinstance(values, list) or not set(map(type, values)) <= {int}:
         raise ValidationError(
             f"ContextWindow.from_state: malformed state ({field} is not a list of counts)",
             details={"field": field},

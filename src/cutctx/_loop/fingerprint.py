@@ -38,6 +38,7 @@ _VERSION: Final = 0  # see the module docstring: no back-references, no internin
 _START: Final = hashlib.sha256(b"cutctx canonical fingerprint").digest()  # the chain's seed
 _NESTED: Final = (dict, list, tuple)
 _HALF: Final = 64  # hex digits of one SHA-256 digest
+_LIST_HEADER: Final = len(marshal.dumps([], _VERSION))  # a list's type tag and length
 
 type _Data = str | int | float | list[Any] | tuple[Any, ...] | dict[Any, Any] | None
 
@@ -60,6 +61,25 @@ class Fingerprint:
         is one message), so feeding a history in several steps gives the fingerprint of feeding
         it at once.
         """
+        data = self._data
+        values = [data(messages[index]) for index in range(start, len(messages))]
+        try:
+            written = marshal.dumps(values, _VERSION)
+        except ValueError:  # a message to make plain first: one at a time, below
+            self._feed_each(messages, start)
+            return
+        # One C pass: a list is written as its header and then each item as ``dumps`` writes it
+        # alone, so the bytes after the header are the messages' own, one after another.
+        self._hash.update(memoryview(written)[_LIST_HEADER:])
+        link = self._canonical
+        if link is not None:
+            for index, value in enumerate(values, start):
+                link = _link(link, value, index)
+        self._canonical = link
+        self.count = len(messages)
+
+    def _feed_each(self, messages: Sequence[object], start: int) -> None:
+        """``feed``, a message at a time (for a history holding one ``marshal`` cannot write)."""
         data, dumps, update = self._data, marshal.dumps, self._hash.update
         link = self._canonical
         for index in range(start, len(messages)):

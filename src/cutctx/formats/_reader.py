@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from cutctx.formats._common import Part, Pricer, fail, read_message
 from cutctx.formats._marks import mark_one, mark_turns, read_callables
@@ -155,7 +155,9 @@ class StreamReader[M](Reader[M]):
         if not final and self._settled is not None:
             while end and not self._settled(messages[end - 1]):
                 end -= 1
-        state = copied(self._state)
+        # The chunk's messages change a copy, adopted when every one was read (an empty chunk
+        # changes nothing: the end of a history is checked on the state as it is).
+        state = copied(self._state) if end else self._state
         offset = int(state["count"])
         out = Out()
         sent: list[dict[str, Any]] = []
@@ -216,8 +218,14 @@ class Out:
 
 def copied(value: Any) -> Any:  # noqa: ANN401 - JSON data of any shape
     """Return a copy of JSON data (dicts and lists copied all the way down)."""
+    # Scalars are taken as they are without a call each: a state's id maps are most of it.
     if type(value) is dict:
-        return {key: copied(item) for key, item in value.items()}
+        return {
+            key: copied(item) if type(item) in _NESTED else item for key, item in value.items()
+        }
     if type(value) is list:
-        return [copied(item) for item in value]
+        return [copied(item) if type(item) in _NESTED else item for item in value]
     return value
+
+
+_NESTED: Final = (dict, list)
