@@ -19,15 +19,20 @@ from hypothesis import strategies as st
 
 from cutctx import CharRatioEstimator
 from cutctx.formats import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, Format, Scanned
+from cutctx.formats.langchain import LANGCHAIN
+from cutctx.formats.pydantic_ai import PYDANTIC_AI
 from tests import format_strategies as fs
+from tests import framework_strategies as frs
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-FORMATS: dict[str, tuple[Format[Any], st.SearchStrategy[list[dict[str, Any]]]]] = {
+FORMATS: dict[str, tuple[Format[Any], st.SearchStrategy[list[Any]]]] = {
     "openai_chat": (OPENAI_CHAT, fs.chat_conversations()),
     "openai_responses": (OPENAI_RESPONSES, fs.responses_conversations()),
     "anthropic": (ANTHROPIC, fs.anthropic_conversations()),
+    "langchain": (LANGCHAIN, frs.langchain_conversations()),
+    "pydantic_ai": (PYDANTIC_AI, frs.pydantic_ai_conversations()),
 }
 NAMES = sorted(FORMATS)
 
@@ -76,7 +81,7 @@ def chunked(
 
 
 @st.composite
-def split(draw: st.DrawFn, name: str) -> tuple[list[dict[str, Any]], list[int]]:
+def split(draw: st.DrawFn, name: str) -> tuple[list[Any], list[int]]:
     """A conversation of format ``name`` and where to cut it."""
     messages = draw(FORMATS[name][1])
     cuts = draw(st.lists(st.integers(0, len(messages)), max_size=4))
@@ -84,7 +89,7 @@ def split(draw: st.DrawFn, name: str) -> tuple[list[dict[str, Any]], list[int]]:
 
 
 @st.composite
-def broken(draw: st.DrawFn, name: str) -> tuple[list[dict[str, Any]], list[int]]:
+def broken(draw: st.DrawFn, name: str) -> tuple[list[Any], list[int]]:
     """A conversation with one message removed, repeated or moved: often one it refuses."""
     messages, cuts = draw(split(name))
     if messages:

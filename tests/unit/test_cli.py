@@ -1513,6 +1513,27 @@ class TestFrameworkFormats:
         code, out, _ = run(capsys, "verify", str(path), str(record))
         assert (code, out.split()[0]) == (0, "verified")
 
+    @pytest.mark.parametrize("name", ["langchain", "pydantic_ai"])
+    def test_stats_count_each_tools_calls_as_the_chat_messages_they_are_sent_as(
+        self, name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        if name == "langchain":
+            messages = self.langchain_messages()
+            data: Any = messages_to_dict(messages)
+        else:
+            messages = self.pydantic_ai_messages()
+            data = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+        path = write_json(tmp_path / "run.json", data)
+        code, out, _ = run(capsys, "stats", str(path), "--format", name, "--json")
+        by_tool = json.loads(out)["by_tool"]
+        fmt = cutctx.formats.resolve(name)
+        sent: list[Any] = [fmt.fingerprint_data(message) for message in messages]  # as sent
+        chat = write_json(tmp_path / "chat.json", [m for data in sent for m in data["messages"]])
+        _, out, _ = run(capsys, "stats", str(chat), "--format", "openai_chat", "--json")
+        assert code == 0
+        assert [(entry["tool"], entry["calls"]) for entry in by_tool] == [("read_log", 3)]
+        assert by_tool == json.loads(out)["by_tool"]
+
     @pytest.mark.parametrize(
         ("content", "message"),
         [

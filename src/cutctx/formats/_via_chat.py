@@ -10,6 +10,11 @@ The turns of one framework message travel together: a message that becomes sever
 messages is one exchange (the call's, when it answers one), so a plan keeps or removes all of it.
 Turn ids are ``m<i>`` for the first Chat message of history message ``i`` and ``m<i>.<k>`` for
 its ``k``-th; a message that sends nothing (a framework-only record) has one turn priced 0.
+
+A history is read as a stream (``ViaChat.reader``): the Chat reader's state rides on the
+framework reader's, with what a chunk's boundary would otherwise cut (the open call's turn id
+and message, the exchange the last message belongs to), and a trailing message that sends
+nothing waits for the next chunk, since the exchange it joins depends on what follows it.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from baseaicore import ValidationError
 
@@ -31,7 +36,7 @@ from cutctx.formats._common import (
 )
 from cutctx.formats._format import Format, Rendered
 from cutctx.formats._marks import read_marks
-from cutctx.formats._reader import Scanned
+from cutctx.formats._reader import Reader, ReaderState, Scanned, copied
 from cutctx.formats.openai_chat import OPENAI_CHAT
 
 if TYPE_CHECKING:
@@ -103,6 +108,15 @@ class ViaChat[M](Format[M]):
             read.append(self.chat_of(index, message))
         return kinds, read
 
+    def reader(
+        self,
+        *,
+        estimator: TokenEstimator | None = None,
+        priority: Callable[[int, dict[str, Any]], int] | None = None,
+        pin: Callable[[int, dict[str, Any]], bool] | None = None,
+    ) -> Reader[M]:
+        return _ViaChatReader(self, self.pricer(estimator).estimator, priority, pin)
+
     def scan(
         self,
         messages: Sequence[M],
@@ -113,23 +127,28 @@ class ViaChat[M](Format[M]):
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> Scanned[M]:
-        del follows  # every message's Chat messages are complete: calls end answered
-        kinds, mapped = self.read(messages, offset)
-        flat = [chat.message for chats in mapped for chat in chats]
-        owners = [
-            (offset + position, number)
-            for position, chats in enumerate(mapped)
-            for number in range(len(chats))
-        ]
-        with _Renamed(self.name, owners):
-            chat = OPENAI_CHAT.scan(flat, estimator=estimator)
-        turns, parts = self._regroup(mapped, chat.turns, offset)
-        sent = tuple(
-            {"kind": kind, "messages": [c.message for c in chats]}
-            for kind, chats in zip(kinds, mapped, strict=True)
-        )
-        read_marks(self.name, sent, turns, parts, {}, priority=priority, pin=pin, offset=offset)
-        return Scanned(tuple(turns), parts, sent, tuple(messages))
+        del follows  # the reader carries its state instead
+        reader = _ViaChatReader(self, estimator, priority, pin)
+        reader.start(offset)
+        return reader.read(messages, final=True)
+
+    def settled(self, message: M) -> bool:
+        """Whether ``message`` keeps its turn when more come: one that sends nothing may not."""
+        try:
+            return bool(self.chat_of(0, message))
+        except ValidationError:
+            return True  # refused wherever it is read
+
+    def pieces(
+        self, message: Mapping[str, Any], *, estimator: TokenEstimator, tokens: int
+    ) -> tuple[list[tuple[str, int]], int]:
+        """Return the tool calls (name, tokens) of the Chat messages ``message`` is sent as."""
+        calls: list[tuple[str, int]] = []
+        for chat in self.chat_of(0, cast("M", message)):
+            if chat.message.get("role") == "assistant":
+                found, _ = OPENAI_CHAT.pieces(chat.message, estimator=estimator, tokens=tokens)
+                calls.extend(found)
+        return calls, 0
 
     def render(self, view: Transcript | CompactedTranscript, binding: Binding[M]) -> Rendered[M]:
         pieces = collect(self.name, view, binding)
@@ -165,7 +184,7 @@ class ViaChat[M](Format[M]):
         return {"kind": kinds[0], "messages": [chat.message for chat in mapped[0]]}
 
     def head(self, system: object, *, estimator: TokenEstimator) -> tuple[TranscriptTurn, ...]:
-        with _Renamed(self.name, []):
+        with _Renamed(self.name, {}):
             return OPENAI_CHAT.head(system, estimator=estimator)
 
     def pricer(self, estimator: TokenEstimator | None) -> Pricer:
@@ -187,15 +206,148 @@ class ViaChat[M](Format[M]):
         pricer = Pricer.of(self.name, estimator)
         _, mapped = self.read(messages)
         flat = [chat.message for chats in mapped for chat in chats]
-        owners = [(position, n) for position, chats in enumerate(mapped) for n in range(len(chats))]
+        owners = dict(enumerate(p for p, chats in enumerate(mapped) for _ in chats))
         with _Renamed(self.name, owners):
             return OPENAI_CHAT.count_tokens(flat, estimator=pricer.estimator, system=system)
 
+
+class _ViaChatReader[M](Reader[M]):
+    """Reads a framework's history as the Chat messages it is sent as, chunk by chunk.
+
+    State: ``count`` (the framework messages read), ``chat`` (the Chat reader's state),
+    ``opener`` (the history index and turn id of the message that made the Chat calls still
+    open, as ``[index, turn id]``, or ``None``) and ``before`` (the exchange key of the last
+    message that sent something).
+    """
+
+    __slots__ = ("_chat", "_fmt", "_pin", "_priority", "_state")
+
+    def __init__(
+        self,
+        fmt: ViaChat[M],
+        estimator: TokenEstimator,
+        priority: Callable[[int, dict[str, Any]], int] | None,
+        pin: Callable[[int, dict[str, Any]], bool] | None,
+    ) -> None:
+        self._fmt = fmt
+        self._chat = OPENAI_CHAT.reader(estimator=estimator)  # scratch: set from the state
+        self._priority, self._pin = priority, pin
+        self._state = self._initial()
+
+    def _initial(self) -> ReaderState:
+        self._chat.reset()
+        return {"count": 0, "chat": self._chat.getstate(), "opener": None, "before": None}
+
+    def start(self, count: int) -> None:
+        """Continue as if ``count`` messages had been read (their indices follow them)."""
+        self._state = {**self._initial(), "count": count}
+
+    def reset(self) -> None:
+        self._state = self._initial()
+
+    def getstate(self) -> ReaderState:
+        state: ReaderState = copied(self._state)
+        return state
+
+    def setstate(self, state: ReaderState) -> None:
+        fresh = self._initial()
+        try:
+            ok = isinstance(state, dict) and set(state) == set(fresh)
+            ok = ok and type(state["count"]) is int and state["count"] >= 0
+            opener, before = state["opener"], state["before"]
+            ok = ok and (before is None or isinstance(before, str))
+            ok = ok and (
+                opener is None
+                or (
+                    isinstance(opener, list)
+                    and len(opener) == 2
+                    and type(opener[0]) is int
+                    and isinstance(opener[1], str)
+                )
+            )
+            if ok:
+                self._chat.setstate(state["chat"])
+        except (KeyError, TypeError, ValidationError):
+            ok = False
+        if not ok:
+            raise fail(self._fmt.name, None, "not a reader state of this format", field="state")
+        self._state = copied(state)
+
+    def read(self, messages: Sequence[M], *, final: bool = False) -> Scanned[M]:
+        fmt, state = self._fmt, self._state
+        offset = int(state["count"])
+        kinds, mapped, refused = self._mapped(messages, offset)
+        end = len(mapped)
+        if not final and refused is None:  # a trailing message that sends nothing waits
+            while end and not mapped[end - 1]:
+                end -= 1
+        mapped = mapped[:end]
+        flat = [chat.message for chats in mapped for chat in chats]
+        chat_state = state["chat"]
+        first = int(chat_state["count"])
+        owners = dict(
+            enumerate((p for p, chats in enumerate(mapped, offset) for _ in chats), first)
+        )
+        if state["opener"] is not None and chat_state["opener"] is not None:
+            owners.setdefault(int(chat_state["opener"]), state["opener"][0])
+        self._chat.setstate(chat_state)
+        with _Renamed(fmt.name, owners):
+            chat = self._chat.read(flat, final=final and refused is None)
+        if refused is not None:
+            raise refused
+        new_chat = self._chat.getstate()
+        turns, parts, before, renamed = self._regroup(mapped, chat.turns, offset, state)
+        sent = tuple(
+            {"kind": kind, "messages": [c.message for c in chats]}
+            for kind, chats in zip(kinds, mapped, strict=False)
+        )
+        read_marks(
+            fmt.name, sent, turns, parts, {}, priority=self._priority, pin=self._pin, offset=offset
+        )
+        opener = state["opener"]
+        if new_chat["opener"] is not None and new_chat["opener"] >= first:  # made in this chunk
+            opener = [owners[new_chat["opener"]], renamed[new_chat["key"]]]
+        self._state = {"count": offset + end, "chat": new_chat, "opener": opener, "before": before}
+        return Scanned(tuple(turns), parts, sent, tuple(messages[:end]))
+
+    def _mapped(
+        self, messages: Sequence[M], offset: int
+    ) -> tuple[list[str], list[list[ChatMessage]], ValidationError | None]:
+        """Return the kind and Chat messages of each message up to the first refused one.
+
+        The refusal is returned, not raised: a Chat rule the messages before it break comes
+        first (a history is refused at its first bad message, however it was split).
+        """
+        fmt = self._fmt
+        if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
+            raise fail(fmt.name, None, f"messages must be a list, got {type(messages).__name__}")
+        kinds: list[str] = []
+        mapped: list[list[ChatMessage]] = []
+        for index, message in enumerate(messages, offset):
+            try:
+                kind = fmt.kind_of(index, message)
+                chats = fmt.chat_of(index, message)
+            except ValidationError as error:
+                return kinds, mapped, error
+            kinds.append(kind)
+            mapped.append(chats)
+        return kinds, mapped, None
+
     def _regroup(
-        self, mapped: list[list[ChatMessage]], chat_turns: Sequence[TranscriptTurn], offset: int
-    ) -> tuple[list[TranscriptTurn], dict[str, Part]]:
-        """Give the Chat turns their messages' ids and make each message one unit."""
+        self,
+        mapped: list[list[ChatMessage]],
+        chat_turns: Sequence[TranscriptTurn],
+        offset: int,
+        state: ReaderState,
+    ) -> tuple[list[TranscriptTurn], dict[str, Part], str | None, dict[str, str]]:
+        """Give the Chat turns their messages' ids and make each message one unit.
+
+        Return the turns, their parts, the exchange key of the last message that sends
+        something (``state``'s when none of these does) and each Chat turn id's new id.
+        """
         renamed: dict[str, str] = {}  # a Chat turn id -> this format's turn id
+        if state["opener"] is not None and state["chat"]["key"] is not None:
+            renamed[state["chat"]["key"]] = state["opener"][1]  # a call of an earlier chunk
         placed: list[list[tuple[TranscriptTurn, ChatMessage]]] = []
         position = 0
         for number, chats in enumerate(mapped):
@@ -204,8 +356,7 @@ class ViaChat[M](Format[M]):
             for k, chat in enumerate(chats):
                 turn = chat_turns[position]
                 position += 1
-                turn_id = f"m{index}" if k == 0 else f"m{index}.{k}"
-                renamed[turn.turn_id] = turn_id
+                renamed[turn.turn_id] = f"m{index}" if k == 0 else f"m{index}.{k}"
                 own.append((turn, chat))
             placed.append(own)
         # A message's Chat turns share at most one key (its results answer the call just before
@@ -219,13 +370,23 @@ class ViaChat[M](Format[M]):
                 keys.append(f"m{offset + number}" if len(own) > 1 else None)
         turns: list[TranscriptTurn] = []
         parts: dict[str, Part] = {}
+        before: str | None = state["before"]
         for number, own in enumerate(placed):
             index = offset + number
             key = keys[number]
             if not own:
-                turns.append(_silent(index, number, keys, placed))
-                parts[turns[-1].turn_id] = Part(turns[-1], index, None, maskable=False, siblings=1)
+                after = next((keys[n] for n in range(number + 1, len(placed)) if placed[n]), None)
+                silent = TranscriptTurn(
+                    f"m{index}",
+                    Role.USER,
+                    "",
+                    0,
+                    before if before is not None and before == after else None,
+                )
+                turns.append(silent)
+                parts[silent.turn_id] = Part(silent, index, None, maskable=False, siblings=1)
                 continue
+            before = key
             for k, (turn, chat) in enumerate(own):
                 role = turn.role
                 if role is Role.TOOL and not chat.maskable:
@@ -241,29 +402,16 @@ class ViaChat[M](Format[M]):
                 parts[made.turn_id] = Part(
                     made, index, chat.block, maskable=role is Role.TOOL, siblings=len(own)
                 )
-        return turns, parts
-
-
-def _silent(
-    index: int,
-    number: int,
-    keys: list[str | None],
-    placed: list[list[tuple[TranscriptTurn, ChatMessage]]],
-) -> TranscriptTurn:
-    """Return the turn of a message that sends nothing: inside an exchange, part of it."""
-    before = next((keys[n] for n in range(number - 1, -1, -1) if placed[n]), None)
-    after = next((keys[n] for n in range(number + 1, len(placed)) if placed[n]), None)
-    key = before if before is not None and before == after else None
-    return TranscriptTurn(f"m{index}", Role.USER, "", 0, key)
+        return turns, parts, before, renamed
 
 
 class _Renamed:
     """Re-raise ``OPENAI_CHAT``'s errors in the format's name and its history indices.
 
-    ``owners[j]`` is the history index of Chat message ``j`` (and its place in that message).
+    ``owners`` maps the index of each Chat message an error may name to its history index.
     """
 
-    def __init__(self, name: str, owners: Sequence[tuple[int, int]]) -> None:
+    def __init__(self, name: str, owners: Mapping[int, int]) -> None:
         self.name, self.owners = name, owners
 
     def __enter__(self) -> None:
@@ -276,11 +424,11 @@ class _Renamed:
         details["format"] = self.name
         message = error.message.removeprefix(f"{_CHAT}: ")
         index = details.get("index")
-        if isinstance(index, int) and 0 <= index < len(self.owners):
-            history = self.owners[index][0]
+        if isinstance(index, int) and index in self.owners:
+            history = self.owners[index]
             message = f"messages[{history}]: " + message.removeprefix(f"messages[{index}]: ")
             details["index"] = history
             first = details.get("first_index")
-            if isinstance(first, int) and 0 <= first < len(self.owners):
-                details["first_index"] = self.owners[first][0]
+            if isinstance(first, int) and first in self.owners:
+                details["first_index"] = self.owners[first]
         raise ValidationError(f"{self.name}: {message}", details=details) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -63,6 +64,15 @@ class TestLangChainFormat:
             sent_by_langchain(messages), estimator=WORDS
         )
         assert lc.count_tokens(messages) == openai_chat.count_tokens(sent_by_langchain(messages))
+
+    def test_its_pieces_are_the_calls_of_the_chat_message_it_is_sent_as(self) -> None:
+        call: Any = weather()[2]
+        calls, thoughts = lc.LANGCHAIN.pieces(call, estimator=WORDS, tokens=0)
+        chat = sent_by_langchain([call])[0]
+        assert (calls, thoughts) == openai_chat.OPENAI_CHAT.pieces(chat, estimator=WORDS, tokens=0)
+        assert [name for name, _ in calls] == ["get_weather", "get_weather"]
+        human: Any = weather()[1]
+        assert lc.LANGCHAIN.pieces(human, estimator=WORDS, tokens=0) == ([], 0)
 
     def test_a_scan_after_offset_messages_counts_history_indices(self) -> None:
         messages = weather()
@@ -206,6 +216,61 @@ class TestToTranscript:
         )
         with pytest.raises(ValidationError, match=r"messages\[1\]: must be a LangChain"):
             lc.count_tokens([HumanMessage("hi"), "hi"])  # type: ignore[list-item]
+
+
+class TestReader:
+    def test_a_call_answered_in_the_next_chunk_reads_as_the_whole_history(self) -> None:
+        messages = weather()
+        reader = lc.LANGCHAIN.reader(estimator=WORDS)
+        first = reader.read(messages[:3])
+        again = lc.LANGCHAIN.reader(estimator=WORDS)
+        again.setstate(json.loads(json.dumps(reader.getstate())))
+        rest = again.read(messages[3:], final=True)
+        whole = lc.LANGCHAIN.reader(estimator=WORDS).read(messages, final=True)
+        assert (*first.turns, *rest.turns) == whole.turns
+        assert [turn.tool_call_id for turn in rest.turns[:2]] == ["m2", "m2"]
+        assert rest.turns[0].metadata["cutctx.tool_name"] == "get_weather"
+
+    def test_a_call_left_open_is_refused_at_its_message_when_the_history_ends(self) -> None:
+        reader = lc.LANGCHAIN.reader()
+        assert len(reader.read(weather()[:3]).sent) == 3
+        with pytest.raises(
+            ValidationError, match=r"^langchain: messages\[2\]: tool call"
+        ) as caught:
+            reader.read([], final=True)
+        assert caught.value.details["index"] == 2
+
+    def test_a_history_is_refused_at_its_first_bad_message(self) -> None:
+        messages = [*weather()[:3], HumanMessage("next"), "not a message"]
+        with pytest.raises(ValidationError, match=r"messages\[2\]: tool call"):
+            lc.LANGCHAIN.reader().read(messages, final=True)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize(
+        "state",
+        [
+            None,
+            {"count": 0},
+            {"count": -1, "chat": {}, "opener": None, "before": None},
+            {"count": 0, "chat": {"count": 0}, "opener": None, "before": None},
+            {
+                "count": 0,
+                "chat": {"count": 0, "pending": {}, "opener": None, "key": None},
+                "opener": [1],
+                "before": None,
+            },
+            {
+                "count": 0,
+                "chat": {"count": 0, "pending": {}, "opener": None, "key": None},
+                "opener": None,
+                "before": 3,
+            },
+        ],
+    )
+    def test_a_value_that_is_not_its_state_is_refused(self, state: Any) -> None:
+        reader = lc.LANGCHAIN.reader()
+        with pytest.raises(ValidationError, match=r"^langchain: not a reader state"):
+            reader.setstate(state)
+        assert reader.getstate() == lc.LANGCHAIN.reader().getstate()
 
 
 class TestFromTranscript:

@@ -325,6 +325,33 @@ class TestToTranscript:
         )
 
 
+class TestReader:
+    def test_a_trailing_message_that_sends_nothing_waits_for_the_next_chunk(self) -> None:
+        messages = weather()
+        messages.insert(2, ModelResponse(parts=[]))  # which exchange it joins: the next says
+        reader = pa.PYDANTIC_AI.reader(estimator=WORDS)
+        first = reader.read(messages[:3])
+        assert len(first.sent) == 2
+        rest = reader.read(messages[2:], final=True)
+        whole = pa.PYDANTIC_AI.reader(estimator=WORDS).read(messages, final=True)
+        assert (*first.turns, *rest.turns) == whole.turns
+        assert (rest.turns[0].turn_id, rest.turns[0].tool_call_id) == ("m2", "m1")
+
+    def test_one_that_ends_the_history_joins_no_exchange(self) -> None:
+        messages = [*weather()[:3], ModelResponse(parts=[])]
+        read = pa.PYDANTIC_AI.reader().read(messages, final=True)
+        assert (read.turns[-1].turn_id, read.turns[-1].tool_call_id) == ("m3", None)
+        assert not pa.PYDANTIC_AI.settled(messages[-1])
+        assert pa.PYDANTIC_AI.settled(messages[0])
+
+    def test_its_pieces_are_the_calls_a_response_is_sent_with(self) -> None:
+        response: Any = weather()[1]
+        calls, thoughts = pa.PYDANTIC_AI.pieces(response, estimator=WORDS, tokens=0)
+        assert ([name for name, _ in calls], thoughts) == (["get_weather", "get_weather"], 0)
+        chat = sent_by_pydantic_ai(weather()[:2])[-1]
+        assert calls == openai_chat.OPENAI_CHAT.pieces(chat, estimator=WORDS, tokens=0)[0]
+
+
 class TestFromTranscript:
     def test_kept_messages_are_the_callers_own_objects(self) -> None:
         messages = weather()

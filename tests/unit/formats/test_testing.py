@@ -10,8 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cutctx.formats import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, Format, Reader, Rendered
+from cutctx.formats.langchain import LANGCHAIN
+from cutctx.formats.pydantic_ai import PYDANTIC_AI
 from cutctx.formats.testing import FormatCheckFailed, check_format
 from tests import format_strategies as fs
+from tests import framework_strategies as frs
 from tests.property.test_formats import CL100K
 
 _ChatType: Any = type(OPENAI_CHAT)
@@ -116,6 +119,8 @@ class TestCheckFormat:
             (OPENAI_CHAT, fs.chat_conversations(), "Be brief."),
             (OPENAI_RESPONSES, fs.responses_conversations(), "Be brief."),
             (ANTHROPIC, fs.anthropic_conversations(), [{"type": "text", "text": "Be brief."}]),
+            (LANGCHAIN, frs.langchain_conversations(), "Be brief."),
+            (PYDANTIC_AI, frs.pydantic_ai_conversations(), "Be brief."),
         ],
     )
     @given(data=st.data())
