@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import subprocess
 import sys
 from types import MappingProxyType
@@ -91,6 +92,14 @@ class TestStable:
         written = b"{u\x07\0\0\0contentu\x02\0\0\0hiu\x04\0\0\0roleu\x04\0\0\0user0"
         link = hashlib.sha256(seed + written).hexdigest()
         assert fingerprint([{"role": "user", "content": "hi"}]).partition(".")[2] == link
+
+    def test_a_history_hashes_as_its_messages_written_one_after_another(self) -> None:
+        # The raw half hashes the whole history in one pass; the bytes are each message's own.
+        frozen = MappingProxyType({"role": "user", "content": "hi"})  # made plain first
+        for history in (HISTORY, [*HISTORY, frozen, HISTORY[0]]):
+            plain = [dict(m) if isinstance(m, MappingProxyType) else m for m in history]
+            written = b"".join(marshal.dumps(message, 0) for message in plain)
+            assert raw(history) == hashlib.sha256(written).hexdigest()
 
     def test_another_process_with_another_hash_seed_gives_the_same_fingerprint(self) -> None:
         script = (

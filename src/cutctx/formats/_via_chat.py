@@ -135,6 +135,7 @@ class ViaChat[M](Format[M]):
     def settled(self, message: M) -> bool:
         """Whether ``message`` keeps its turn when more come: one that sends nothing may not."""
         try:
+            self.kind_of(0, message)
             return bool(self.chat_of(0, message))
         except ValidationError:
             return True  # refused wherever it is read

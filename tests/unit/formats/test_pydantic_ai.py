@@ -343,6 +343,7 @@ class TestReader:
         assert (read.turns[-1].turn_id, read.turns[-1].tool_call_id) == ("m3", None)
         assert not pa.PYDANTIC_AI.settled(messages[-1])
         assert pa.PYDANTIC_AI.settled(messages[0])
+        assert pa.PYDANTIC_AI.settled("not a message")  # type: ignore[arg-type]  # refused anyway
 
     def test_its_pieces_are_the_calls_a_response_is_sent_with(self) -> None:
         response: Any = weather()[1]
