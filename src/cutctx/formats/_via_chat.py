@@ -282,7 +282,7 @@ class _ViaChatReader[M](Reader[M]):
         if not final and refused is None:  # a trailing message that sends nothing waits
             while end and not mapped[end - 1]:
                 end -= 1
-        mapped = mapped[:end]
+        kinds, mapped = kinds[:end], mapped[:end]
         flat = [chat.message for chats in mapped for chat in chats]
         chat_state = state["chat"]
         first = int(chat_state["count"])
@@ -300,7 +300,7 @@ class _ViaChatReader[M](Reader[M]):
         turns, parts, before, renamed = self._regroup(mapped, chat.turns, offset, state)
         sent = tuple(
             {"kind": kind, "messages": [c.message for c in chats]}
-            for kind, chats in zip(kinds, mapped, strict=False)
+            for kind, chats in zip(kinds, mapped, strict=True)
         )
         read_marks(
             fmt.name, sent, turns, parts, {}, priority=self._priority, pin=self._pin, offset=offset
