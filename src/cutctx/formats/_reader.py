@@ -220,9 +220,7 @@ def copied(value: Any) -> Any:  # noqa: ANN401 - JSON data of any shape
     """Return a copy of JSON data (dicts and lists copied all the way down)."""
     # Scalars are taken as they are without a call each: a state's id maps are most of it.
     if type(value) is dict:
-        return {
-            key: copied(item) if type(item) in _NESTED else item for key, item in value.items()
-        }
+        return {key: copied(item) if type(item) in _NESTED else item for key, item in value.items()}
     if type(value) is list:
         return [copied(item) if type(item) in _NESTED else item for item in value]
     return value
