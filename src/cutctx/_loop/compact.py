@@ -26,6 +26,7 @@ from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.excerpting import ExcerptingPolicy
+from cutctx._policies.large import LargeResultMaskingPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.priority import PriorityPolicy
 from cutctx._policies.stubs import StubDroppingPolicy
@@ -396,7 +397,9 @@ def default_messages_policy(
     ``version=2`` (``ContextWindow``'s): stubs pay for their place — the exchanges already
     masked are dropped, oldest first (``StubDroppingPolicy``), before a fresher result is masked:
     first, or with ``summarize`` after the summaries (a summary is not given up for a stub);
-    the rest as version 1.
+    and the large old results are masked before the rest (``LargeResultMaskingPolicy``: each
+    result of at least 1/32 of the budget outside its newest half, oldest first); the rest as
+    version 1.
     With ``summarize``, summaries (``SummarizingPolicy``, or ``BoundedSummarizingPolicy`` when
     ``summary_input_tokens`` bounds their input; requests named ``SUMMARY_PROMPT_ID``) come
     after the old results are masked and before the floor is. The masking members price stubs
@@ -409,7 +412,7 @@ def default_messages_policy(
     >>> default_messages_policy().name
     'chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
     >>> default_messages_policy(version=2).name
-    'chain(stub_dropping@1.0.0+observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
+    'chain(stub_dropping@1.0.0+large_result_masking@1.0.0+observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
 
     Raises:
         ValidationError: for a ``version`` other than 1 or 2, or a negative count.
@@ -435,7 +438,12 @@ def default_messages_policy(
             else BoundedSummarizingPolicy(SUMMARY_PROMPT_ID, max_input_tokens=summary_input_tokens)
         )
     if version == 2:  # stubs go before fresher results do: first, or after the summaries
-        members.insert(len(members) if summarize else len(members) - 1, StubDroppingPolicy())
+        position = members.index(old)
+        members.insert(
+            position,
+            LargeResultMaskingPolicy(keep_recent_results, placeholder, estimator=estimator),
+        )
+        members.insert(len(members) if summarize else position, StubDroppingPolicy())
     return PolicyChain((*members, floor, DropOldestPolicy()))
 
 
