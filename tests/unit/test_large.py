@@ -50,8 +50,10 @@ class TestLargeResultMaskingPolicy:
     def test_a_small_result_is_never_offered(self) -> None:
         """Under 1/32 of the budget (31 tokens of 1 000) a result is left to ordinary masking."""
         transcript = Transcript(
-            (TranscriptTurn("u", Role.USER, "task", 10),)
-            + tuple(turn for n in range(60) for turn in exchange(n, 30))
+            (
+                TranscriptTurn("u", Role.USER, "task", 10),
+                *(turn for n in range(60) for turn in exchange(n, 30)),
+            )
         )
         assert masked(transcript, CompactionBudget(1_000, 0)) == []
 
