@@ -43,6 +43,7 @@ import tiktoken
 from cutctx import ContextWindow, TokenizerEstimator, default_messages_policy
 from cutctx._core.digest import json_string_digest
 from cutctx._loop.recall import RECALL_PLACEHOLDER
+from cutctx._policies.stubs import INDEX_DIGITS
 from cutctx.formats import openai_chat
 
 if TYPE_CHECKING:
@@ -234,7 +235,9 @@ def run(
         found = any(line in text for text in texts)
         tally.requests += 1
         tally.present += found
-        tally.recallable += found or (recall and any(f"sha256:{digest}" in t for t in texts))
+        # A stub or an elision line names the whole digest, a recall index its first digits.
+        named = f"sha256:{digest[:INDEX_DIGITS]}"
+        tally.recallable += found or (recall and any(named in t for t in texts))
         tally.tokens += sum(costs)
         tally.shared += sum(costs[:same])
         tally.over += sum(costs) + 3 > max_tokens

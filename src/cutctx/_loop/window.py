@@ -130,6 +130,7 @@ class ContextWindow:
             summary_input_tokens=settings.summary_input,
             placeholder=RECALL_PLACEHOLDER if settings.recall else DEFAULT_PLACEHOLDER,
             version=version,
+            recall_index=settings.recall and version == 2,
         )
         self._recall = RecallIndex() if settings.recall else None
         self._free = [True]  # the one caller's token: taken by a step in flight (see _enter)
