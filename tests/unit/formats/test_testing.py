@@ -9,9 +9,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cutctx.formats import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, Format, Reader, Rendered
+from cutctx.formats import (
+    ANTHROPIC,
+    GEMINI,
+    OPENAI_CHAT,
+    OPENAI_RESPONSES,
+    Format,
+    Reader,
+    Rendered,
+)
 from cutctx.formats.testing import FormatCheckFailed, check_format
 from tests import format_strategies as fs
+from tests import gemini_strategies
 from tests.property.test_formats import CL100K
 
 _ChatType: Any = type(OPENAI_CHAT)
@@ -116,6 +125,7 @@ class TestCheckFormat:
             (OPENAI_CHAT, fs.chat_conversations(), "Be brief."),
             (OPENAI_RESPONSES, fs.responses_conversations(), "Be brief."),
             (ANTHROPIC, fs.anthropic_conversations(), [{"type": "text", "text": "Be brief."}]),
+            (GEMINI, gemini_strategies.gemini_histories(), "Be brief."),
         ],
     )
     @given(data=st.data())
