@@ -21,7 +21,7 @@ request. ``mark_cache`` adds a ``cachePoint`` while the request holds fewer than
 
 >>> transcript, binding = to_transcript([{"role": "user", "content": [{"text": "hi"}]}])
 >>> transcript.turn_ids(), from_transcript(transcript, binding)
-(('system', 'm0'), [{'role': 'user', 'content': [{'text': 'hi'}]}])
+(('m0',), [{'role': 'user', 'content': [{'text': 'hi'}]}])
 
 .. versionadded:: 0.1.1
 """
@@ -125,10 +125,13 @@ class _BedrockConverse(Format[Message]):
         return plain(message) if isinstance(message, Mapping) else message
 
     def head(self, system: object, *, estimator: TokenEstimator) -> tuple[TranscriptTurn, ...]:
-        # Always one turn: it carries the reserve of the filler that may open the request.
-        pricer = self.pricer(estimator)
-        text, cost = _system(system, pricer)
-        return (system_turn(text, cost + _reserve(pricer)),)
+        if system is None:
+            return ()
+        return (system_turn(*_system(system, self.pricer(estimator))),)
+
+    def request_overhead(self, estimator: TokenEstimator) -> int:
+        # The filler that may open a request is reserved in every request, not in a message.
+        return _reserve(self.pricer(estimator))
 
     def reader(
         self,
@@ -171,7 +174,8 @@ class _BedrockConverse(Format[Message]):
         pricer = self.pricer(estimator)
         head = self.head(system, estimator=pricer.estimator)
         read = _ConverseReader(pricer, strict=False).read(messages, final=True)
-        return sum(turn.token_estimate for turn in (*head, *read.turns))
+        turns = sum(turn.token_estimate for turn in (*head, *read.turns))
+        return turns + self.request_overhead(pricer.estimator)
 
     def mark_cache(self, request: list[Message], stable: int, system: object) -> list[Message]:
         if stable <= 0:
@@ -259,8 +263,9 @@ def count_tokens(
 ) -> int:
     """Return what ``messages`` and ``system`` cost under this format's pricing rules.
 
-    That is the sum of the turns' estimates, the filler reserves included. A partial history (a
-    ``toolUse`` still waiting for its result) is priced message by message.
+    That is the sum of the turns' estimates (a message holding reasoning with its filler
+    reserve) plus ``request_overhead``, the reserve of the filler that may open a request. A
+    partial history (a ``toolUse`` still waiting for its result) is priced message by message.
 
     >>> count_tokens([{"role": "user", "content": [{"text": "twelve chars"}]}])
     11
@@ -269,6 +274,9 @@ def count_tokens(
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
 
     .. versionadded:: 0.1.1
+
+    .. versionchanged:: 0.1.1
+       The opening filler's reserve is the request's overhead, no longer the head turn's.
     """
     return BEDROCK_CONVERSE.count_tokens(messages, estimator=estimator, system=system)
 
@@ -291,8 +299,6 @@ def _reasons(message: Mapping[str, Any]) -> bool:
 
 def _system(system: object, pricer: Pricer) -> tuple[str, int]:
     """Read and price ``system``: a string or a list of text, guard and cache point blocks."""
-    if system is None:
-        return "", 0
     if isinstance(system, str):
         return system, pricer.framing + pricer.text(system)
     if not isinstance(system, list | tuple):

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from cutctx.formats import (
     ANTHROPIC,
+    BEDROCK_CONVERSE,
     GEMINI,
     OPENAI_CHAT,
     OPENAI_RESPONSES,
@@ -19,8 +20,8 @@ from cutctx.formats import (
     Rendered,
 )
 from cutctx.formats.testing import FormatCheckFailed, check_format
+from tests import bedrock_strategies, gemini_strategies
 from tests import format_strategies as fs
-from tests import gemini_strategies
 from tests.property.test_formats import CL100K
 
 _ChatType: Any = type(OPENAI_CHAT)
@@ -126,6 +127,7 @@ class TestCheckFormat:
             (OPENAI_RESPONSES, fs.responses_conversations(), "Be brief."),
             (ANTHROPIC, fs.anthropic_conversations(), [{"type": "text", "text": "Be brief."}]),
             (GEMINI, gemini_strategies.gemini_histories(), "Be brief."),
+            (BEDROCK_CONVERSE, bedrock_strategies.bedrock_histories(), [{"text": "Be brief."}]),
         ],
     )
     @given(data=st.data())
