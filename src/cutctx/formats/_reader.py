@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple
 
 from cutctx._core.values import Role, TranscriptTurn
 from cutctx.formats._common import Part, Pricer, fail, joined, read_message
@@ -266,10 +266,15 @@ class Answer(NamedTuple):
     name: str | None
 
 
+_ATOMS: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def copied(value: Any) -> Any:  # noqa: ANN401 - JSON data of any shape
     """Return a copy of JSON data (dicts and lists copied all the way down)."""
+    # Atoms are tested inline, not by a call each: a reader's state holds every tool use id
+    # seen, copied at every read (a fifth of a 400-step Converse window's time when recursive).
     if type(value) is dict:
-        return {key: copied(item) for key, item in value.items()}
+        return {key: item if type(item) in _ATOMS else copied(item) for key, item in value.items()}
     if type(value) is list:
-        return [copied(item) for item in value]
+        return [item if type(item) in _ATOMS else copied(item) for item in value]
     return value
