@@ -54,12 +54,15 @@ type Stages = tuple[tuple[Transcript, CompactionPlan], ...]
 class Pending:
     """A compaction planned over the current request, waiting for its summaries.
 
-    No ``stages``: nothing is to be cut (a small window whose request still fits).
+    No ``stages``: nothing is to be cut (a small window whose request still fits). ``bare``:
+    the request it makes holds nothing but untouchable turns, and no plan over the current
+    request keeps more (the step may look again with earlier dropped exchanges brought back).
     """
 
     stages: Stages
     calls: tuple[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]], ...]
     policy: CompactionPolicy
+    bare: bool = False
 
     def fulfil(self, summarize: Summarize | None) -> dict[str, str]:
         """Return each request's summary, from a synchronous ``summarize`` (see ``fulfil``)."""
@@ -183,8 +186,10 @@ class Planner:
         if not made:  # the policy itself found the budget unsatisfiable, every time
             assert refused is not None  # noqa: S101 - the loop ran at least once
             raise refused
-        if _bare(made, hard):
+        bare = _bare(made, hard)
+        if bare:
             made = self._fuller(made, stages, transcripts, top, hard)
+            bare = _bare(made, hard, current)
         plan = made[-1][1]
         if plan.tokens_after_estimate > settings.max_tokens:
             kept = [
@@ -199,7 +204,7 @@ class Planner:
                 ledger,
                 "untouchable messages and the exchanges they hold",
             )
-        return Pending(made, self._calls(made), policy)
+        return Pending(made, self._calls(made), policy, bare)
 
     def _fuller(
         self,
@@ -213,16 +218,23 @@ class Planner:
 
         The stages run again up to ``top`` (what ``max_tokens`` leaves), so the newest exchanges
         that fit are sent; no new summary is planned so close to ``max_tokens`` (its overrun
-        would not fit).
+        would not fit). When dropping the oldest first still leaves the untouchable turns alone
+        (the newest exchange is too big for ``top``), the exchanges that fit are chosen newest
+        first, skipping the ones that do not, and held for the stages as pinned turns.
         """
         quiet = _without_summarizers(stages)
         for transcript in transcripts if quiet else ():
-            try:
-                fuller = self._run(transcript, quiet, top)
-            except BudgetUnsatisfiable:
-                continue
-            if fuller[-1][1].tokens_after_estimate <= top and not _bare(fuller, hard):
-                return fuller
+            for candidate in (transcript, _newest_fitting_pinned(transcript, hard, top)):
+                if candidate is None:
+                    continue
+                try:
+                    fuller = self._run(candidate, quiet, top)
+                except BudgetUnsatisfiable:
+                    continue
+                if fuller[-1][1].tokens_after_estimate <= top and not _bare(
+                    fuller, hard, transcript
+                ):
+                    return fuller
         return made
 
     def _run(self, current: Transcript, stages: Sequence[CompactionPolicy], budget: int) -> Stages:
@@ -308,21 +320,60 @@ def _without_summarizers(stages: Sequence[CompactionPolicy]) -> tuple[Compaction
     return tuple(kept)
 
 
-def _bare(made: Stages, hard: CompactionBudget) -> bool:
-    """Whether the last stage of ``made`` keeps nothing but the untouchable turns.
+def _bare(made: Stages, hard: CompactionBudget, read: Transcript | None = None) -> bool:
+    """Whether the request ``made`` gives keeps nothing but untouchable turns of its own.
 
-    Such a request sends the system prompt and the protected tail alone; a higher budget (up to
-    ``max_tokens``) is tried before it is sent.
+    Such a request sends the system prompt, the pinned turns and the protected tail alone (with
+    at most the summaries of what it cut); a higher budget (up to ``max_tokens``) is tried before
+    it is sent. The request is judged as it will be read: the turns neither dropped nor
+    summarized, as ``read`` has them (the stages' own transcript by default; the one before any
+    turn was pinned for them), laid out again, so what the tail protects is counted from the
+    request's own end.
     """
     transcript, plan = made[-1]
-    flags = layout(transcript, hard).untouchable
-    removed = (Action.DROP, Action.SUMMARIZE)
-    kept = [
-        flag
-        for flag, action in zip(flags, plan.actions, strict=True)
-        if action.action not in removed
-    ]
-    return len(kept) < len(transcript.turns) and all(kept)
+    removed = {
+        turn.turn_id
+        for turn, action in zip(transcript.turns, plan.actions, strict=True)
+        if action.action in (Action.DROP, Action.SUMMARIZE)
+    }
+    if not removed:
+        return False
+    source = transcript if read is None else read
+    kept = tuple(turn for turn in source.turns if turn.turn_id not in removed)
+    return all(layout(Transcript(kept), hard).untouchable)
+
+
+def _newest_fitting_pinned(
+    transcript: Transcript, hard: CompactionBudget, top: int
+) -> Transcript | None:
+    """Return ``transcript`` with the newest exchanges that fit under ``top`` pinned, or None.
+
+    The exchanges are taken newest first, each one whose whole cost still fits beside the
+    untouchable turns and the ones taken before it; one that does not fit is skipped, not an
+    end. None when no exchange fits.
+    """
+    shape = layout(transcript, hard)
+    units = shape.units
+    room = top - shape.untouchable_tokens
+    chosen: list[int] = []
+    for index in range(len(transcript.turns) - 1, -1, -1):
+        unit = units.unit_of[index]
+        if unit != index or units.locked[unit]:
+            continue
+        if units.unit_tokens[unit] <= room:
+            room -= units.unit_tokens[unit]
+            chosen.append(unit)
+    if not chosen:
+        return None
+    pinned: set[int] = set()
+    for unit in chosen:
+        pinned.update(range(unit, units.unit_last[unit] + 1))
+    return Transcript(
+        tuple(
+            dataclasses.replace(turn, pinned=True) if index in pinned else turn
+            for index, turn in enumerate(transcript.turns)
+        )
+    )
 
 
 def _with_summaries_pinned(current: Transcript) -> Transcript:

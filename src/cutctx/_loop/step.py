@@ -99,7 +99,29 @@ class Step:
         if read is not None:
             self.hold(history, read, excerpts)
         current = Transcript(tuple(self.current()))
-        return self.planner.plan(current, self.planner.policy_for(current), ledger)
+        pending = self.planner.plan(current, self.planner.policy_for(current), ledger)
+        return self.revive(pending) if pending.bare else pending
+
+    def revive(self, pending: Pending) -> Pending:
+        """Plan again with the exchanges dropped before brought back, if that keeps more.
+
+        A request that would hold only its untouchable turns (a small window whose newest
+        exchanges are too big) is planned once more over the view with every earlier dropped
+        exchange (whole, none a result the cap would excerpt) kept again; that plan is taken
+        when it sends more than the untouchable turns.
+        """
+        state = self.state
+        revived = state.decisions.revived(state.ledger.turns, self.settings)
+        if revived is None:
+            return pending
+        decisions, view = state.decisions, state.view
+        state.decisions, state.view = revived, None
+        current = Transcript(tuple(self.current()))
+        again = self.planner.plan(current, pending.policy, state.ledger)
+        if again.bare:
+            state.decisions, state.view = decisions, view
+            return pending
+        return again
 
     def complete(self, pending: Pending, texts: dict[str, str]) -> None:
         """Fold the compaction into the decisions, make the view and render the request."""
