@@ -224,22 +224,27 @@ class Out:
         """Add the one turn message ``index`` is read as (never masked)."""
         self.add(turn, Part(turn, index, None, maskable=False, siblings=1))
 
-    def answers(
+    def answers(  # noqa: PLR0917 - one rule for every format that splits a message of answers
         self,
         framing: int,
         index: int,
         key: str | None,
         answers: Sequence[Answer],
-        rest: Sequence[tuple[int, str, int]],
+        content: Sequence[Any],
+        where: str,
+        part: Callable[[object, str], tuple[str, int]],
     ) -> None:
-        """Add the turns of message ``index``, which holds tool results among other pieces.
+        """Add the turns of message ``index``, whose ``content`` (at ``where``) holds results.
 
         Each answer is a ``TOOL`` turn of its own (the first ``m<index>``, carrying the
         message's ``framing``, the others ``m<index>.<position>``), so each can be masked alone;
-        the ``rest`` (position, text, price) are one ``USER`` turn ``m<index>.<first position>``.
-        All of them share the call group ``key``; an answer's tool name is recorded.
+        the other pieces, each read by ``part(value, place)`` (as ``render_content`` reads
+        them), are one ``USER`` turn ``m<index>.<first position>``. All of them share the call
+        group ``key``; an answer's tool name is recorded.
         """
         turn_id = f"m{index}"
+        answered = {answer.position for answer in answers}
+        rest = [position for position in range(len(content)) if position not in answered]
         siblings = len(answers) + (1 if rest else 0)
         for number, answer in enumerate(answers):
             part_id = turn_id if number == 0 else f"{turn_id}.{answer.position}"
@@ -249,12 +254,12 @@ class Out:
             if answer.name is not None:
                 self.tool_names[part_id] = answer.name
         if rest:
-            first = rest[0][0]
-            text = joined([text for _, text, _ in rest if text])
+            read = [part(content[position], f"{where}[{position}]") for position in rest]
+            text = joined([text for text, _ in read if text])
             turn = TranscriptTurn(
-                f"{turn_id}.{first}", Role.USER, text, sum(c for *_, c in rest), key
+                f"{turn_id}.{rest[0]}", Role.USER, text, sum(cost for _, cost in read), key
             )
-            self.add(turn, Part(turn, index, first, maskable=False, siblings=siblings))
+            self.add(turn, Part(turn, index, rest[0], maskable=False, siblings=siblings))
 
 
 class Answer(NamedTuple):

@@ -22,6 +22,7 @@ price is reserved in the estimates. See ``docs/formats/anthropic.md`` for the pr
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from cutctx._core.values import Role, Transcript, TranscriptTurn
@@ -418,12 +419,10 @@ def _user(  # noqa: PLR0917 - one private call site
         return set()
     answers: list[Answer] = []
     answered: set[str] = set()
-    rest: list[int] = []
     for position, value in enumerate(content):
         where = f"content[{position}]"
         block = check_dict(FORMAT, index, value, where)
         if block.get("type") != "tool_result":
-            rest.append(position)
             continue
         call_id = text_field(FORMAT, index, block.get("tool_use_id"), f"{where}.tool_use_id")
         if strict and (key is None or call_id in answered):
@@ -441,11 +440,8 @@ def _user(  # noqa: PLR0917 - one private call site
         text, cost = blocks(pricer, index, content, "content")
         out.whole(TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost), index)
         return set()
-    others = [
-        (position, *block_of(pricer, index, content[position], f"content[{position}]"))
-        for position in rest
-    ]
-    out.answers(pricer.framing, index, key, answers, others)
+    price = partial(block_of, pricer, index)
+    out.answers(pricer.framing, index, key, answers, content, "content", price)
     return answered
 
 

@@ -440,12 +440,8 @@ class _ConverseReader(StreamReader[Message]):
             )
             for position, use_id in zip(results, answered, strict=True)
         ]
-        rest = [
-            (position, *block_of(pricer, index, content[position], f"content[{position}]"))
-            for position in range(len(content))
-            if position not in results
-        ]
-        out.answers(pricer.framing, index, key, answers, rest)
+        price = partial(block_of, pricer, index)
+        out.answers(pricer.framing, index, key, answers, content, "content", price)
 
     def finish(self, state: ReaderState) -> None:
         if self.strict and state["pending"]:

@@ -428,17 +428,13 @@ class _GeminiReader(StreamReader[Message]):
             text, cost = _content(pricer, index, item)
             out.whole(TranscriptTurn(turn_id, Role.USER, text, cost), index)
             return
-        answered = {position for position, _, _ in responses}
         answers = [
             Answer(position, *body_of(pricer, index, parts[position], f"parts[{position}]"), name)
             for position, name, _ in responses
         ]
-        rest = [
-            (position, *part_of(pricer, index, parts[position], f"parts[{position}]"))
-            for position in range(len(parts))
-            if position not in answered
-        ]
-        out.answers(pricer.framing, index, key, answers, rest)
+        out.answers(
+            pricer.framing, index, key, answers, parts, "parts", partial(part_of, pricer, index)
+        )
 
     def finish(self, state: ReaderState) -> None:
         if self.strict and state["pending"]:
