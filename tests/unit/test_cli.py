@@ -59,7 +59,7 @@ from cutctx._cli.inputs import Conversation
 from cutctx._cli.job import Job, Settings, build_policy, load_tokenizer, rebuilt_policy
 from cutctx._cli.page import BAND_SHARE, html_page, strip
 from cutctx._core.estimators import resolve_estimator
-from cutctx.formats import OPENAI_CHAT, anthropic, openai_chat
+from cutctx.formats import OPENAI_CHAT, anthropic, openai_chat, resolve
 from cutctx.formats._detect import detect
 from tests import bedrock_strategies, gemini_strategies
 from tests import format_strategies as fs
@@ -70,6 +70,8 @@ from tests.cli_cases import (
     write_json,
     write_jsonl,
 )
+from tests.unit.formats.test_bedrock_converse import agent as converse_agent
+from tests.unit.formats.test_gemini import agent as gemini_agent
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -620,6 +622,31 @@ class TestStats:
         kinds = {entry["kind"]: entry["tokens"] for entry in data["by_kind"]}
         assert sum(kinds.values()) == total
         assert kinds["tool results"] == 3 * 420
+
+    @pytest.mark.parametrize("name", ["gemini", "bedrock_converse"])
+    def test_gemini_and_converse_calls_and_results_are_shown_by_tool(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+    ) -> None:
+        """Each function call and its result (parallel ones, an error, reasoning) count to
+        their tool, and every token ``count_tokens`` counts is in one kind."""
+        history = gemini_agent() if name == "gemini" else converse_agent()
+        path = write_json(tmp_path / f"{name}.json", history)
+        code, out, _ = run(capsys, "stats", "--json", "--tokenizer", "chars", str(path))
+        data = json.loads(out)
+        fmt = resolve(name)
+        estimator = CharRatioEstimator()
+        counted = fmt.count_tokens(history, estimator=estimator)
+        assert (code, data["format"]) == (0, name)
+        assert data["tokens"] == counted - fmt.request_overhead(estimator)
+        assert sorted((entry["tool"], entry["calls"]) for entry in data["by_tool"]) == [
+            ("grep", 1),
+            ("read", 1),
+        ]
+        kinds = {entry["kind"]: entry["tokens"] for entry in data["by_kind"]}
+        assert sum(kinds.values()) == data["tokens"]
+        assert sum(entry["tokens"] for entry in data["by_tool"]) == (
+            kinds["tool calls"] + kinds["tool results"]
+        )
 
     def test_an_empty_conversation_has_no_figures(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
