@@ -240,6 +240,8 @@ class _Job:
             priority=priority,
             pin=pin,
         )
+        # The budget below leaves the request's overhead out of the messages' room instead.
+        transcript = Transcript(transcript.turns)
         if observation is not None:
             transcript, binding = observed(fmt, transcript, binding, chosen, observation)
         if keep_first:
