@@ -18,7 +18,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cutctx import CharRatioEstimator
-from cutctx.formats import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, Format, Scanned
+from cutctx.formats import (
+    ANTHROPIC,
+    BEDROCK_CONVERSE,
+    GEMINI,
+    OPENAI_CHAT,
+    OPENAI_RESPONSES,
+    Format,
+    Scanned,
+)
+from tests import bedrock_strategies, gemini_strategies
 from tests import format_strategies as fs
 
 if TYPE_CHECKING:
@@ -28,6 +37,8 @@ FORMATS: dict[str, tuple[Format[Any], st.SearchStrategy[list[dict[str, Any]]]]] 
     "openai_chat": (OPENAI_CHAT, fs.chat_conversations()),
     "openai_responses": (OPENAI_RESPONSES, fs.responses_conversations()),
     "anthropic": (ANTHROPIC, fs.anthropic_conversations()),
+    "gemini": (GEMINI, gemini_strategies.gemini_histories()),
+    "bedrock_converse": (BEDROCK_CONVERSE, bedrock_strategies.bedrock_histories()),
 }
 NAMES = sorted(FORMATS)
 
@@ -106,7 +117,8 @@ class TestReaderChunkInvariance:
         self, name: str, data: st.DataObject
     ) -> None:
         """Would catch a rule spanning a chunk's boundary that the reader's state forgets (a
-        call answered in the next chunk, a key given before its group is known)."""
+        call answered in the next chunk, a key given before its group is known, Gemini's
+        function responses or Converse's tool results cut off from their calls)."""
         fmt = FORMATS[name][0]
         messages, cuts = data.draw(split(name))
         through_json = data.draw(st.booleans())

@@ -9,8 +9,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cutctx.formats import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, Format, Reader, Rendered
+from cutctx.formats import (
+    ANTHROPIC,
+    BEDROCK_CONVERSE,
+    GEMINI,
+    OPENAI_CHAT,
+    OPENAI_RESPONSES,
+    Format,
+    Reader,
+    Rendered,
+)
 from cutctx.formats.testing import FormatCheckFailed, check_format
+from tests import bedrock_strategies, gemini_strategies
 from tests import format_strategies as fs
 from tests.property.test_formats import CL100K
 
@@ -116,6 +126,8 @@ class TestCheckFormat:
             (OPENAI_CHAT, fs.chat_conversations(), "Be brief."),
             (OPENAI_RESPONSES, fs.responses_conversations(), "Be brief."),
             (ANTHROPIC, fs.anthropic_conversations(), [{"type": "text", "text": "Be brief."}]),
+            (GEMINI, gemini_strategies.gemini_histories(), "Be brief."),
+            (BEDROCK_CONVERSE, bedrock_strategies.bedrock_histories(), [{"text": "Be brief."}]),
         ],
     )
     @given(data=st.data())
