@@ -12,8 +12,8 @@ recall tool opens (**present or recallable**; for the loops without recall it is
 
 Loops, each at every window size (16 000 and 32 000 tokens by default, 400 steps):
 
-* ``window``: ``ContextWindow`` (``compact_at=0.8``, ``compact_to=0.5``, ``keep_first=1``,
-  ``recall=True``) with the messages default of this version;
+* ``window``: ``ContextWindow`` (``compact_at=0.8``, the default ``compact_to``,
+  ``keep_first=1``, ``recall=True``) with the messages default of this version;
 * ``window v1``: the same with ``default_messages_policy(version=1)``, the 0.1.1 order;
 * ``trim``: per-step trimming, the system prompt and the task and then the newest whole
   exchanges within 80 % of the window;
@@ -25,14 +25,18 @@ Reported per loop: present, present-or-recallable, the mean request (cl100k toke
 prefix-hit (the tokens of a request's leading messages equal to the previous request's, over
 all request tokens), and requests over the window. ``--check`` exits non-zero if ``window`` at
 32 000 tokens misses present >= 80 % at prefix-hit >= 90 % or present-or-recallable >= 98 %;
-``--smoke`` runs a short session (``scripts/gate``); ``--json PATH`` writes every figure.
+``--smoke`` runs a short session (``scripts/gate``); ``--json PATH`` writes every figure;
+``--sessions`` replays both observation shapes at 25 % and 50 % of a session against trim, and
+``--explain`` says why the window misses lines trim holds there (see ``explain``).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +47,7 @@ import tiktoken
 from cutctx import ContextWindow, TokenizerEstimator, default_messages_policy
 from cutctx._core.digest import json_string_digest
 from cutctx._loop.recall import RECALL_PLACEHOLDER
+from cutctx._policies.stubs import INDEX_DIGITS
 from cutctx.formats import openai_chat
 
 if TYPE_CHECKING:
@@ -234,7 +239,9 @@ def run(
         found = any(line in text for text in texts)
         tally.requests += 1
         tally.present += found
-        tally.recallable += found or (recall and any(f"sha256:{digest}" in t for t in texts))
+        # A stub or an elision line names the whole digest, a recall index its first digits.
+        named = f"sha256:{digest[:INDEX_DIGITS]}"
+        tally.recallable += found or (recall and any(named in t for t in texts))
         tally.tokens += sum(costs)
         tally.shared += sum(costs[:same])
         tally.over += sum(costs) + 3 > max_tokens
@@ -351,6 +358,55 @@ def sessions(steps: int, shares: Sequence[float]) -> dict[str, dict[str, float]]
     return rows
 
 
+def explain(steps: int, shares: Sequence[float]) -> dict[str, dict[str, float]]:
+    """Why the window loses needed lines to trim: each request trim holds it in and it does not.
+
+    Each such request is classified by what the window's request held of the result: its stub
+    (``stubbed``), nothing after a stub of it was sent (``dropped after stub``), or nothing ever
+    (``dropped whole``). Beside: the mean request of each (a share of the window), and the
+    window's cuts (requests smaller than the one before) and their mean size.
+    """
+    price = Pricer()
+    data = session(steps, seed=SEED + 1)
+    whole = sum(map(price, data.messages))
+    rows: dict[str, dict[str, float]] = {}
+    for share in shares:
+        max_tokens = int(whole * share)
+        window = ContextWindow(
+            "openai_chat", max_tokens=max_tokens, keep_first=1, estimator=ESTIMATOR, recall=True
+        )
+        row = dict.fromkeys(("stubbed", "dropped after stub", "dropped whole"), 0.0)
+        sizes: list[int] = []
+        trimmed: list[int] = []
+        stubbed: set[str] = set()
+        for end, (line, digest) in zip(data.ends, data.needed, strict=True):
+            history = data.messages[:end]
+            request = window.prepare(history)
+            texts = [str(message.get("content")) for message in request]
+            stubbed.update(d for t in texts for d in re.findall(r"sha256:([0-9a-f]{64})", t))
+            sizes.append(sum(map(price, request)))
+            kept = trim(history, max_tokens, price)
+            trimmed.append(sum(map(price, kept)))
+            if any(line in t for t in texts) or not any(line in str(m["content"]) for m in kept):
+                continue
+            named = any(f"sha256:{digest}" in t for t in texts)
+            key = (
+                "stubbed"
+                if named
+                else "dropped after stub"
+                if digest in stubbed
+                else "dropped whole"
+            )
+            row[key] += 1
+        cuts = [a - b for a, b in itertools.pairwise(sizes) if b < a]
+        row["window mean request"] = sum(sizes) / len(sizes) / max_tokens
+        row["trim mean request"] = sum(trimmed) / len(trimmed) / max_tokens
+        row["cuts"] = len(cuts)
+        row["mean cut"] = sum(cuts) / max(1, len(cuts)) / max_tokens
+        rows[f"{share:.0%} ({max_tokens})"] = row
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=STEPS)
@@ -360,7 +416,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--sessions", action="store_true", help="both shapes at 25 %% and 50 %% of the session"
     )
+    parser.add_argument(
+        "--explain", action="store_true", help="why the window loses needed lines to trim"
+    )
     args = parser.parse_args(argv)
+    if args.explain:
+        for name, row in explain(SMOKE_STEPS if args.smoke else 150, (0.25, 0.5)).items():
+            print(name, ", ".join(f"{key} {value:.2f}" for key, value in row.items()))
+        return 0
     if args.sessions:
         rows = sessions(SMOKE_STEPS if args.smoke else 150, (0.25, 0.5))
         print(

@@ -56,9 +56,10 @@ def transcripts(draw: st.DrawFn, max_turns: int = 24) -> Transcript:
 
 
 def untouchable_tokens(transcript: Transcript, protected: int) -> int:
-    """The tokens of the untouchable set, restated here from contract 2 for the strategies."""
+    """The tokens of the untouchable set, restated here from contract 2 for the strategies (a
+    request's own tokens, ``request_tokens``, are untouchable too)."""
     first_protected = len(transcript.turns) - protected
-    return sum(
+    return transcript.request_tokens + sum(
         turn.token_estimate
         for index, turn in enumerate(transcript.turns)
         if turn.role is Role.SYSTEM or turn.pinned or index >= first_protected

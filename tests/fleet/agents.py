@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from langchain.agents import create_agent
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_to_dict
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
@@ -23,15 +22,14 @@ from pydantic import Field
 from cutctx import ContextWindow, WindowStats
 from cutctx.formats.langchain import LANGCHAIN
 from cutctx.integrations.langchain import STATE_KEY, ContextWindowMiddleware
+from tests.tool_models import ScriptedToolModel
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from langchain_core.callbacks import CallbackManagerForLLMRun
-    from langchain_core.language_models import LanguageModelInput
     from langchain_core.messages import BaseMessage
-    from langchain_core.runnables import Runnable, RunnableConfig
-    from langchain_core.tools import BaseTool
+    from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.graph.state import CompiledStateGraph
 
@@ -60,24 +58,10 @@ def sh(thread: str, turn: int, call: int) -> str:
     return (f"[{thread}] step {turn}.{call}: " + "build ok, " * size)[:size]
 
 
-class ScriptedChatModel(BaseChatModel):
+class ScriptedChatModel(ScriptedToolModel):
     """Calls ``sh`` ``CALLS`` times a turn, then answers; records every input."""
 
     inputs: list[Input] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: str | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        del tools, tool_choice, kwargs
-        return self  # it only ever returns AIMessages
 
     def _generate(
         self,

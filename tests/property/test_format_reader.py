@@ -18,9 +18,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cutctx import CharRatioEstimator
-from cutctx.formats import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, Format, Scanned
+from cutctx.formats import (
+    ANTHROPIC,
+    BEDROCK_CONVERSE,
+    GEMINI,
+    OPENAI_CHAT,
+    OPENAI_RESPONSES,
+    Format,
+    Scanned,
+)
 from cutctx.formats.langchain import LANGCHAIN
 from cutctx.formats.pydantic_ai import PYDANTIC_AI
+from tests import bedrock_strategies, gemini_strategies
 from tests import format_strategies as fs
 from tests import framework_strategies as frs
 
@@ -33,6 +42,8 @@ FORMATS: dict[str, tuple[Format[Any], st.SearchStrategy[list[Any]]]] = {
     "anthropic": (ANTHROPIC, fs.anthropic_conversations()),
     "langchain": (LANGCHAIN, frs.langchain_conversations()),
     "pydantic_ai": (PYDANTIC_AI, frs.pydantic_ai_conversations()),
+    "gemini": (GEMINI, gemini_strategies.gemini_histories()),
+    "bedrock_converse": (BEDROCK_CONVERSE, bedrock_strategies.bedrock_histories()),
 }
 NAMES = sorted(FORMATS)
 
@@ -111,7 +122,8 @@ class TestReaderChunkInvariance:
         self, name: str, data: st.DataObject
     ) -> None:
         """Would catch a rule spanning a chunk's boundary that the reader's state forgets (a
-        call answered in the next chunk, a key given before its group is known)."""
+        call answered in the next chunk, a key given before its group is known, Gemini's
+        function responses or Converse's tool results cut off from their calls)."""
         fmt = FORMATS[name][0]
         messages, cuts = data.draw(split(name))
         through_json = data.draw(st.booleans())

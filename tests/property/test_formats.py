@@ -219,6 +219,31 @@ class TestFormatProperties:
             assert fmt.check(done.messages, messages) == []
 
     @given(data=st.data())
+    def test_a_transcript_plan_that_fits_is_a_request_that_fits_when_counted(
+        self, name: str, data: st.DataObject
+    ) -> None:
+        """Catches the request's own overhead (Chat's reply priming) left out of a transcript:
+        ``to_transcript`` -> ``default_chain`` -> apply -> ``from_transcript``, and a plan that
+        says it fits is a request whose ``count_tokens`` (with the same estimator) is within
+        the budget."""
+        fmt = FORMATS[name]
+        messages = data.draw(fmt.conversations)
+        system = data.draw(fmt.systems)
+        protected = data.draw(st.integers(0, 4))
+        transcript, binding = fmt.module.to_transcript(messages, estimator=CL100K, system=system)
+        floor = untouchable_tokens(transcript, protected)
+        max_tokens = data.draw(st.integers(floor, max(floor, transcript.token_estimate())))
+        budget = CompactionBudget(max_tokens, protected)
+        plan = default_chain(prompt_id="p", estimator=CL100K).decide(transcript, budget)
+        texts = {request.group_id: "s" for request in plan.summarization_requests}
+        done = CompactionExecutor().apply(transcript, plan, texts)
+        out = fmt.module.from_transcript(done.transcript, binding)
+        counted = fmt.module.count_tokens(out, estimator=CL100K, system=system)
+        if not plan.budget_unmet and not texts:
+            assert counted <= max_tokens
+        assert done.transcript.token_estimate() == plan.tokens_after_estimate
+
+    @given(data=st.data())
     def test_count_tokens_agrees_with_the_independent_counter(
         self, name: str, data: st.DataObject
     ) -> None:

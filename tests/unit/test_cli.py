@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from baseaicore import sha256_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import (
     AIMessage,
     HumanMessage,
@@ -57,8 +59,10 @@ from cutctx._cli.inputs import Conversation
 from cutctx._cli.job import Job, Settings, build_policy, load_tokenizer, rebuilt_policy
 from cutctx._cli.page import BAND_SHARE, html_page, strip
 from cutctx._core.estimators import resolve_estimator
-from cutctx.formats import OPENAI_CHAT, anthropic, openai_chat
+from cutctx.formats import OPENAI_CHAT, anthropic, openai_chat, resolve
 from cutctx.formats._detect import detect
+from tests import bedrock_strategies, gemini_strategies
+from tests import format_strategies as fs
 from tests.cli_cases import (
     anthropic_body,
     chat_messages,
@@ -66,6 +70,8 @@ from tests.cli_cases import (
     write_json,
     write_jsonl,
 )
+from tests.unit.formats.test_bedrock_converse import agent as converse_agent
+from tests.unit.formats.test_gemini import agent as gemini_agent
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -617,6 +623,31 @@ class TestStats:
         assert sum(kinds.values()) == total
         assert kinds["tool results"] == 3 * 420
 
+    @pytest.mark.parametrize("name", ["gemini", "bedrock_converse"])
+    def test_gemini_and_converse_calls_and_results_are_shown_by_tool(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+    ) -> None:
+        """Each function call and its result (parallel ones, an error, reasoning) count to
+        their tool, and every token ``count_tokens`` counts is in one kind."""
+        history = gemini_agent() if name == "gemini" else converse_agent()
+        path = write_json(tmp_path / f"{name}.json", history)
+        code, out, _ = run(capsys, "stats", "--json", "--tokenizer", "chars", str(path))
+        data = json.loads(out)
+        fmt = resolve(name)
+        estimator = CharRatioEstimator()
+        counted = fmt.count_tokens(history, estimator=estimator)
+        assert (code, data["format"]) == (0, name)
+        assert data["tokens"] == counted - fmt.request_overhead(estimator)
+        assert sorted((entry["tool"], entry["calls"]) for entry in data["by_tool"]) == [
+            ("grep", 1),
+            ("read", 1),
+        ]
+        kinds = {entry["kind"]: entry["tokens"] for entry in data["by_kind"]}
+        assert sum(kinds.values()) == data["tokens"]
+        assert sum(entry["tokens"] for entry in data["by_tool"]) == (
+            kinds["tool calls"] + kinds["tool results"]
+        )
+
     def test_an_empty_conversation_has_no_figures(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -671,12 +702,92 @@ class TestFormatDetection:
             ),
             ([{"role": "user", "content": [{"type": "text", "text": "hi"}]}], None, "openai_chat"),
             ([{"role": "user", "content": "hi"}], {"messages": []}, "openai_chat"),
+            ([], {"contents": []}, "gemini"),
+            ([{"role": "user", "parts": [{"text": "hi"}]}], None, "gemini"),
+            ([{"role": "model", "content": "no parts"}], None, "gemini"),
+            ([{"parts": [{"text": "no role"}]}], None, "gemini"),
+            ([], {"modelId": "m", "messages": []}, "bedrock_converse"),
+            ([], {"system": [{"text": "s"}], "messages": []}, "bedrock_converse"),
+            ([], {"system": [{"type": "text", "text": "s"}], "messages": []}, "anthropic"),
+            ([], {"system": [], "messages": []}, "anthropic"),
+            ([{"role": "user", "content": [{"text": "hi"}]}], None, "bedrock_converse"),
+            (
+                [
+                    {"role": "user", "content": [{"text": "go"}]},
+                    {
+                        "role": "assistant",
+                        "content": [{"toolUse": {"toolUseId": "t", "name": "ls"}}],
+                    },
+                ],
+                None,
+                "bedrock_converse",
+            ),
+            # Anthropic's and Converse's blocks share names; a ``type`` decides
+            (
+                [{"role": "user", "content": [{"type": "image", "source": {}}]}],
+                None,
+                "anthropic",
+            ),
+            (
+                [{"role": "user", "content": [{"image": {"format": "png"}}]}],
+                None,
+                "bedrock_converse",
+            ),
+            (
+                [{"role": "user", "content": [{"type": "text", "text": "hi"}, {"text": "x"}]}],
+                None,
+                "bedrock_converse",
+            ),
+            ([{"role": "user", "content": [{"type": "text", "text": "x"}]}], None, "openai_chat"),
+            (
+                [
+                    {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]},
+                ],
+                None,
+                "anthropic",
+            ),
+            ([{"role": "user", "content": [{"unknown": 1}]}], None, "openai_chat"),
         ],
     )
     def test_the_first_documented_rule_that_holds_decides(
         self, messages: list[Any], body: dict[str, Any] | None, expected: str
     ) -> None:
         assert detect(messages, body).name == expected
+
+    @given(
+        history=st.one_of(
+            gemini_strategies.gemini_histories().map(lambda h: ("gemini", h)),
+            bedrock_strategies.bedrock_histories().map(lambda h: ("bedrock_converse", h)),
+            fs.anthropic_conversations().map(lambda h: ("anthropic", h)),
+            fs.responses_conversations().map(lambda h: ("openai_responses", h)),
+            fs.chat_conversations().map(lambda h: ("openai_chat", h)),
+        )
+    )
+    @settings(max_examples=60)
+    def test_a_history_is_detected_as_its_format_or_as_plain_chat(
+        self, history: tuple[str, list[Any]]
+    ) -> None:
+        """Would catch a detection rule that takes one format's history for another's (a
+        Converse block read as Anthropic's, Anthropic's typed blocks read as Converse's): a
+        history is detected as its own format, or (plain text, which every format reads alike)
+        as Chat Completions."""
+        name, messages = history
+        assert detect(messages, None).name in {name, "openai_chat"}
+        if name in {"gemini", "bedrock_converse"}:
+            assert detect(messages, None).name == name
+
+    def test_a_gemini_request_body_is_read_from_its_contents(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = {
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "system_instruction": {"parts": [{"text": "Be brief."}]},
+        }
+        path = write_json(tmp_path / "gemini.json", body)
+        code, out, _ = run(capsys, "stats", "--tokenizer", "chars", str(path))
+        assert code == 0
+        assert "(gemini, tokenizer chars)" in out
 
     def test_format_overrides_detection(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -22,6 +22,7 @@ from cutctx import (
     DropOldestPolicy,
     ObservationMaskingPolicy,
     PolicyChain,
+    Role,
     SummarizationRequest,
     SummarizingPolicy,
     SummaryMissing,
@@ -30,6 +31,8 @@ from cutctx import (
     acompact_messages,
     compact_messages,
 )
+from cutctx._loop.compact import afulfil, fulfil
+from cutctx._policies.stubs import INDEX_PROMPT_ID, index_text
 from cutctx.formats import OPENAI_CHAT, openai_chat, resolve
 from cutctx.formats._common import SUMMARY_LABEL
 from tests.unit.formats.helpers import WORDS
@@ -564,3 +567,17 @@ class TestObservations:
             assert done.report.dropped_turn_ids == (), fmt
             assert resolve(fmt).count_tokens(done.messages) <= 3000
             assert any("[tool result masked by cutctx]" in str(m) for m in done.messages), fmt
+
+
+class TestFulfil:
+    def test_a_recall_index_is_written_by_the_library_sync_or_async(self) -> None:
+        """No summarize is needed (or called) for a request named cutctx.recall_index."""
+        turns = (TranscriptTurn("t", Role.TOOL, "plain", 5, "c"),)
+        request = SummarizationRequest("span-1", ("t",), 20, INDEX_PROMPT_ID)
+
+        def refuse(*_: object) -> str:
+            raise AssertionError
+
+        expected = {"span-1": index_text(turns)}
+        assert fulfil([(request, turns)], refuse, owner="test", instead="-") == expected
+        assert asyncio.run(afulfil([(request, turns)], refuse, owner="test")) == expected

@@ -148,6 +148,17 @@ class TestCompactionExecutorMasking:
         assert TRANSCRIPT.turns == TURNS
         assert dict(TURNS[3].metadata) == {"source": "wire"}
 
+    def test_a_view_carries_the_request_tokens_its_plan_left_room_for(self) -> None:
+        """A transcript's request overhead (a reply's priming) stays in every view made from it,
+        so the view's estimate is the plan's and the request's whole cost."""
+        transcript = Transcript(TURNS, request_tokens=3)
+        budget = CompactionBudget(transcript.token_estimate() - 40, 1)
+        plan = DropOldestPolicy().decide(transcript, budget)
+        view = EXECUTOR.apply(transcript, plan).transcript
+        assert view.request_tokens == 3
+        assert view.token_estimate() == plan.tokens_after_estimate <= budget.max_tokens
+        assert view.token_estimate() == sum(turn.token_estimate for turn in view.turns) + 3
+
 
 class TestCompactionExecutorSummaries:
     def test_a_summary_turn_follows_the_documented_rules(self) -> None:

@@ -16,6 +16,8 @@ import pytest
 from baseaicore import ValidationError, sha256_of
 
 from cutctx import CharRatioEstimator, ContextWindow, recall
+from cutctx._loop.recall import RecallIndex
+from cutctx._policies.stubs import INDEX_LABEL
 from cutctx.formats import anthropic, openai_chat, openai_responses
 from tests.excerpt_cases import ELISION, lines_of, readings
 from tests.format_validators import png
@@ -441,6 +443,23 @@ class TestContextWindowRecall:
         assert read_all(made.recall, sha256_of(text)) == text
 
     @pytest.mark.parametrize("fmt", NAMES)
+    def test_a_dropped_stub_stays_in_a_recall_index_and_opens_by_its_prefix(
+        self, fmt: FormatName
+    ) -> None:
+        """The stubbed exchanges a cut drops are folded into an index the library writes; each
+        result it names opens by the first 12 digits of its digest."""
+        made = window(fmt, max_tokens=8000)
+        requests = run(made, fmt, 160)
+        sent = json.dumps(requests[-1])
+        assert INDEX_LABEL in sent
+        named = re.findall(r"sha256:([0-9a-f]{12})\b", sent)
+        known = {digest[:12]: text for digest, text in originals(160).items()}
+        indexed = [prefix for prefix in named if prefix in known]
+        assert len(indexed) > 10
+        for prefix in indexed[:3]:
+            assert read_all(made.recall, prefix) == known[prefix]
+
+    @pytest.mark.parametrize("fmt", NAMES)
     def test_a_window_restored_from_its_state_recalls_what_the_original_could(
         self, fmt: FormatName
     ) -> None:
@@ -489,6 +508,27 @@ class TestContextWindowRecall:
                 assert found.group(2) in known
                 stubs += 1
         assert stubs
+
+
+def page_of(index: RecallIndex, digest: str) -> str:
+    """The index's answer for ``digest`` in Chat, pages of 100 tokens."""
+    return index.answer(
+        {"sha256": digest}, fmt=openai_chat.OPENAI_CHAT, estimator=CharRatioEstimator(), cap=100
+    )
+
+
+class TestRecallIndex:
+    def test_a_prefix_of_twelve_digits_or_more_opens_the_one_result_it_begins(self) -> None:
+        index = RecallIndex()
+        index.texts.update({"ab" * 32: "first\n", "ab" * 6 + "cd" * 26: "second\n"})
+        assert page_of(index, "ab" * 6 + "c") == "second\n"
+        assert page_of(index, "sha256:" + "ab" * 7) == "first\n"
+
+    def test_an_ambiguous_or_short_prefix_is_explained_in_one_line(self) -> None:
+        index = RecallIndex()
+        index.texts.update({"ab" * 32: "first\n", "ab" * 6 + "cd" * 26: "second\n"})
+        assert "begins 2 digests" in page_of(index, "ab" * 6)
+        assert "no tool result" in page_of(index, "ab" * 5)
 
 
 class TestRecall:

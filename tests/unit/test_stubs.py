@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from cutctx import CompactionBudget, Role, Transcript, TranscriptTurn
+import pytest
+from baseaicore import ValidationError, sha256_of
+
+from cutctx import (
+    CharRatioEstimator,
+    CompactionBudget,
+    Role,
+    Transcript,
+    TranscriptTurn,
+    default_messages_policy,
+)
 from cutctx._core.metadata import KIND_METADATA, MASKED_KIND
-from cutctx._policies.stubs import StubDroppingPolicy
+from cutctx._loop.compact import fulfil
+from cutctx._policies.stubs import INDEX_LABEL, INDEX_PROMPT_ID, StubDroppingPolicy, index_text
 
 MASKED = {KIND_METADATA: MASKED_KIND}
 
@@ -50,3 +61,70 @@ class TestStubDroppingPolicy:
         plan = StubDroppingPolicy().decide(transcript(), CompactionBudget(1000, 2))
         assert {action.action.value for action in plan.actions} == {"keep"}
         assert repr(StubDroppingPolicy()) == "StubDroppingPolicy()"
+
+
+def stubbed(n: int, digest: str) -> tuple[TranscriptTurn, TranscriptTurn]:
+    """An exchange whose result is a stub naming ``digest``."""
+    return (
+        TranscriptTurn(f"a{n}", Role.ASSISTANT, "call", 10, f"c{n}"),
+        TranscriptTurn(
+            f"t{n}", Role.TOOL, f"[masked] (original: 900 tokens, sha256:{digest})", 40, f"c{n}",
+            metadata=MASKED,
+        ),
+    )  # fmt: skip
+
+
+class TestStubDroppingPolicyIndex:
+    def test_the_stubs_it_would_drop_are_folded_into_one_index_the_library_writes(self) -> None:
+        turns = (
+            TranscriptTurn("u", Role.USER, "task", 10),
+            *stubbed(1, "1" * 64),
+            *stubbed(2, "2" * 64),
+            *exchange(3, masked=False, tokens=400),
+        )
+        policy = StubDroppingPolicy(index=True, estimator=CharRatioEstimator())
+        plan = policy.decide(Transcript(turns), CompactionBudget(450, 2))
+        (request,) = plan.summarization_requests
+        assert request.prompt_id == INDEX_PROMPT_ID
+        assert request.turn_ids == ("a1", "t1", "a2", "t2")
+        text = index_text(turns[1:5])
+        assert text == f"{INDEX_LABEL} sha256:{'1' * 12} sha256:{'2' * 12}"
+        assert request.target_tokens == CharRatioEstimator().estimate_tokens(text) + 32
+        assert fulfil([(request, turns[1:5])], None, owner="test", instead="-") == {
+            request.group_id: text
+        }
+        assert "drop" not in {action.action.value for action in plan.actions}
+        assert repr(policy).startswith("StubDroppingPolicy(index=True, estimator=")
+
+    def test_once_the_indexes_cost_a_quarter_of_the_budget_stubs_are_dropped_plainly(
+        self,
+    ) -> None:
+        index = TranscriptTurn("summary:span-0", Role.ASSISTANT, INDEX_LABEL + " sha256:0", 120)
+        turns = (
+            TranscriptTurn("u", Role.USER, "task", 10),
+            index,
+            *stubbed(1, "1" * 64),
+            *exchange(3, masked=False, tokens=400),
+        )
+        plan = StubDroppingPolicy(index=True).decide(Transcript(turns), CompactionBudget(480, 2))
+        assert not plan.summarization_requests
+        assert {a.turn_id for a in plan.actions if a.action.value == "drop"} == {"a1", "t1"}
+
+    def test_an_index_covers_at_most_a_quarter_of_the_budget_in_stubs(self) -> None:
+        turns = (
+            TranscriptTurn("u", Role.USER, "task", 10),
+            *(turn for n in range(8) for turn in stubbed(n, f"{n}" * 64)),
+            *exchange(9, masked=False, tokens=400),
+        )
+        plan = StubDroppingPolicy(index=True).decide(Transcript(turns), CompactionBudget(500, 2))
+        assert [len(r.turn_ids) for r in plan.summarization_requests] == [4, 4, 4, 4]
+
+    def test_an_unmasked_result_is_named_by_the_digest_of_its_body(self) -> None:
+        turn = TranscriptTurn("t", Role.TOOL, "plain", 5, "c")
+        assert index_text([turn]) == f"{INDEX_LABEL} sha256:{sha256_of('plain')[:12]}"
+
+    def test_a_flag_that_is_not_a_bool_is_refused_by_name(self) -> None:
+        with pytest.raises(ValidationError, match="index"):
+            StubDroppingPolicy(index=1)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="recall_index"):
+            default_messages_policy(version=2, recall_index="yes")  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ from cutctx import (
     TurnAction,
     TurnReplacement,
 )
+from cutctx._core.invariants import layout
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -240,6 +241,23 @@ class TestTranscript:
         for twin in (pickle.loads(pickle.dumps(transcript)), copy.deepcopy(transcript)):  # noqa: S301 - our own bytes
             assert twin == transcript
             assert twin.token_estimate() == 5
+
+    def test_request_tokens_are_counted_but_not_compared(self) -> None:
+        """What a request costs beyond its turns (a reply's priming) is part of the estimate
+        and of no turn; two transcripts of the same turns stay equal."""
+        transcript = Transcript((user("a", 2), user("b", 3)), request_tokens=3)
+        assert transcript.token_estimate() == 8
+        assert transcript == Transcript((user("a", 2), user("b", 3)))
+        twin = pickle.loads(pickle.dumps(transcript))  # noqa: S301 - our own bytes
+        assert (twin.request_tokens, twin.token_estimate()) == (3, 8)
+
+    def test_request_tokens_are_untouchable_under_every_budget(self) -> None:
+        transcript = Transcript((user("a", 2),), request_tokens=3)
+        assert layout(transcript, CompactionBudget(100, 0)).untouchable_tokens == 3
+
+    @pytest.mark.parametrize("bad", [-1, 1.5, True, "3", None])
+    def test_request_tokens_that_are_not_a_count_are_refused(self, bad: Any) -> None:
+        refused(lambda: Transcript((user("a"),), request_tokens=bad), "Transcript.request_tokens")
 
 
 class TestCompactionBudget:

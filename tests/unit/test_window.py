@@ -672,9 +672,30 @@ class TestShapes:
         window = ContextWindow("anthropic", max_tokens=1000, system="Be brief.")
         assert (window.format, window.system) == ("anthropic", "Be brief.")
         assert window.policy.name == (
-            "chain(stub_dropping@1.0.0+observation_masking@1.0.0+observation_masking@1.0.0"
-            "+drop_oldest@1.0.0)"
+            "chain(stub_dropping@1.0.0+large_result_masking@1.0.0+observation_masking@1.0.0"
+            "+observation_masking@1.0.0+drop_oldest@1.0.0)"
         )
+
+    @pytest.mark.parametrize(
+        ("compact_to", "low", "high"), [(None, 60_000, 70_000), (0.5, 40_000, 50_000)]
+    )
+    def test_a_cut_to_the_default_compact_to_removes_at_most_ten_thousand_tokens(
+        self, compact_to: float | None, low: int, high: int
+    ) -> None:
+        """By default a cut goes to half the window or to compact_at less 10 000 tokens,
+        whichever is more: in a 100 000-token window, to 70 000, not 50 000."""
+        window = ContextWindow(
+            "openai_chat", max_tokens=100_000, estimator=CHARS, compact_to=compact_to
+        )
+        history: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+        cut: list[int] = []
+        for number in range(200):
+            history += exchange(number, 4_000)
+            request = window.prepare(history)
+            if window.stats.compactions and not cut:
+                cut.append(openai_chat.count_tokens(request, estimator=CHARS))
+        assert cut
+        assert low < cut[0] <= high
 
 
 class TestCostPerStep:

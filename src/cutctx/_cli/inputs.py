@@ -1,7 +1,8 @@
 """Reading what the command line is given: files, folders, standard input, JSON and JSONL.
 
 An input is a list of messages (JSON, or JSONL with one message per line) or a request body
-holding them (``{"model", "messages", ...}`` or a Responses body with ``"input"``). A
+holding them (``{"model", "messages", ...}``, a Responses body with ``"input"`` or a Gemini
+one with ``"contents"``). A
 framework's messages are objects: a LangChain file is the list
 ``langchain_core.messages.messages_to_dict`` writes, a Pydantic AI file the list
 ``pydantic_ai.messages.ModelMessagesTypeAdapter`` writes in JSON mode; each framework is
@@ -163,7 +164,7 @@ def _conversation(name: str, data: object, fmt: str | None, *, jsonl: bool) -> C
         chosen = given or detect(messages, None)
         return Conversation(name, messages, chosen, jsonl=jsonl)
     if isinstance(data, dict) and not jsonl:
-        for key in ("messages", "input"):
+        for key in ("messages", "input", "contents"):
             if key in data:
                 messages = data[key]
                 if not isinstance(messages, list):
@@ -176,8 +177,8 @@ def _conversation(name: str, data: object, fmt: str | None, *, jsonl: bool) -> C
                 system = data.get(field) if field is not None else None
                 return Conversation(name, messages, chosen, data, key, system)
     raise CliError(
-        f"{name}: expected a list of messages or a request body with 'messages' or 'input', "
-        f"got {type(data).__name__}"
+        f"{name}: expected a list of messages or a request body with 'messages', 'input' or "
+        f"'contents', got {type(data).__name__}"
     )
 
 

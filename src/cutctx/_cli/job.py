@@ -162,7 +162,8 @@ class Job:
         transcript, binding = fmt.to_transcript(
             conversation.messages, estimator=estimator, system=conversation.system
         )
-        transcript = pin_first_messages(transcript, binding, settings.keep_first)
+        # The budget below leaves the request's overhead out of the messages' room instead.
+        transcript = pin_first_messages(Transcript(transcript.turns), binding, settings.keep_first)
         # As compact_messages: the messages' budget leaves room for the request's overhead.
         budget = CompactionBudget(
             settings.max_tokens,

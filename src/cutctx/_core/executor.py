@@ -212,7 +212,9 @@ def _build(
     )
     # Ids stay unique: the gate refuses a summary id that a kept or masked turn holds; the
     # view's estimate is the plan's (the gate summed exactly these turns and summaries).
-    view_transcript = trusted_transcript(view, plan.tokens_after_estimate)
+    view_transcript = trusted_transcript(
+        view, plan.tokens_after_estimate, transcript.request_tokens
+    )
     return CompactedTranscript(view_transcript, report)
 
 

@@ -162,7 +162,7 @@ def layout(transcript: Transcript, budget: CompactionBudget) -> Layout:
         tokens,
         fixed,
         untouchable,
-        sum(compress(tokens, untouchable)),
+        sum(compress(tokens, untouchable)) + transcript.request_tokens,
         untouchable.count(1),
         transcript.token_estimate(),
     )
@@ -229,7 +229,7 @@ def check_plan(  # noqa: PLR0917 - one call site, the plan's constructor, passes
         problems.append("the actions do not name the transcript's turns one for one, in order")
         _raise(problems)
 
-    after = _check_actions(shape, table, problems)
+    after = _check_actions(shape, table, problems) + transcript.request_tokens
     if EXCERPT in table.kinds:
         _check_excerpts(shape, budget, table, problems)
     after += _check_requests(table, requests, problems)

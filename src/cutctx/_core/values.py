@@ -224,12 +224,23 @@ class Transcript:
     compacted view is an ordinary transcript: it can be planned over again, its summary turns
     included.
 
+    ``request_tokens`` (0 unless given) is what a request holding these turns costs beyond them
+    — a reply's priming, which no turn carries. ``token_estimate()`` counts it, every budget
+    leaves room for it (it is untouchable), and the views the executor makes carry it, so a plan
+    that fits is a request that fits when counted. A format's ``to_transcript`` sets it to the
+    format's ``request_overhead``. It is not part of equality: two transcripts of the same turns
+    are equal.
+
     Raises:
-        ValidationError: if ``turns`` is not a sequence of ``TranscriptTurn`` or two turns share
-            an id.
+        ValidationError: if ``turns`` is not a sequence of ``TranscriptTurn``, two turns share an
+            id, or ``request_tokens`` is not a non-negative int.
+
+    .. versionchanged:: 0.1.1
+       ``request_tokens``.
     """
 
     turns: tuple[TranscriptTurn, ...] = ()
+    request_tokens: int = field(default=0, compare=False)
     _total: int = field(init=False, repr=False, compare=False, hash=False)
     # Derived structure (see cutctx._core.invariants.layout), by protected_recent_turns.
     _layouts: dict[int, object] = field(init=False, repr=False, compare=False, hash=False)
@@ -252,14 +263,17 @@ class Transcript:
                 raise _duplicate_turns(turns, index)
             seen.add(turn.turn_id)
             total += turn.token_estimate
+        extra = self.request_tokens
+        if not isinstance(extra, int) or isinstance(extra, bool) or extra < 0:
+            raise _refuse("Transcript", "request_tokens", "a non-negative int", extra)
         if isinstance(turns, list):
             object.__setattr__(self, "turns", tuple(turns))
-        object.__setattr__(self, "_total", total)
+        object.__setattr__(self, "_total", total + extra)
         object.__setattr__(self, "_layouts", {})
         object.__setattr__(self, "_ids", None)
 
     def token_estimate(self) -> int:
-        """Return the sum of the turns' token estimates."""
+        """Return the sum of the turns' token estimates, and ``request_tokens``."""
         return self._total
 
     def turn_ids(self) -> tuple[str, ...]:
@@ -507,7 +521,7 @@ _TURN = _slot_setters(
     "metadata",
 )
 _REQUEST = _slot_setters(SummarizationRequest, "group_id", "turn_ids", "target_tokens", "prompt_id")
-_TRANSCRIPT = _slot_setters(Transcript, "turns", "_total", "_layouts", "_ids")
+_TRANSCRIPT = _slot_setters(Transcript, "turns", "request_tokens", "_total", "_layouts", "_ids")
 
 
 def trusted_action(
@@ -561,15 +575,21 @@ def trusted_request(
     return made
 
 
-def trusted_transcript(turns: tuple[TranscriptTurn, ...], total: int | None = None) -> Transcript:
-    """Return ``Transcript(turns)`` for valid turns whose ids are known to be unique.
+def trusted_transcript(
+    turns: tuple[TranscriptTurn, ...], total: int | None = None, request_tokens: int = 0
+) -> Transcript:
+    """Return ``Transcript(turns, request_tokens)`` for valid turns whose ids are known unique.
 
-    ``total``, when given, is the sum of their estimates, known already.
+    ``total``, when given, is the sum of their estimates and ``request_tokens``, known already.
     """
     made: Transcript = _new(Transcript)
-    set_turns, set_total, set_layouts, set_ids = _TRANSCRIPT
+    set_turns, set_request, set_total, set_layouts, set_ids = _TRANSCRIPT
     set_turns(made, turns)
-    set_total(made, sum([turn.token_estimate for turn in turns]) if total is None else total)
+    set_request(made, request_tokens)
+    set_total(
+        made,
+        sum([turn.token_estimate for turn in turns]) + request_tokens if total is None else total,
+    )
     set_layouts(made, {})
     set_ids(made, None)
     return made

@@ -19,16 +19,23 @@ from cutctx._core.estimators import resolve_estimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.metadata import PRIORITY_METADATA
 from cutctx._core.protocols import CompactionPolicy
-from cutctx._core.values import DEFAULT_PLACEHOLDER, CompactionBudget, Transcript, check_count
+from cutctx._core.values import (
+    DEFAULT_PLACEHOLDER,
+    CompactionBudget,
+    Transcript,
+    check_bool,
+    check_count,
+)
 from cutctx._loop.ledger import pin_first
 from cutctx._loop.settings import tokens_of, two_argument
 from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.excerpting import ExcerptingPolicy
+from cutctx._policies.large import LargeResultMaskingPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.priority import PriorityPolicy
-from cutctx._policies.stubs import StubDroppingPolicy
+from cutctx._policies.stubs import INDEX_PROMPT_ID, StubDroppingPolicy, index_text
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats import Binding, Format, FormatName, resolve
 from cutctx.formats._marks import read_observations
@@ -240,6 +247,8 @@ class _Job:
             priority=priority,
             pin=pin,
         )
+        # The budget below leaves the request's overhead out of the messages' room instead.
+        transcript = Transcript(transcript.turns)
         if observation is not None:
             transcript, binding = observed(fmt, transcript, binding, chosen, observation)
         if keep_first:
@@ -311,6 +320,8 @@ type Calls = Sequence[tuple[SummarizationRequest, Sequence[TranscriptTurn]]]
 def fulfil(calls: Calls, summarize: object, *, owner: str, instead: str) -> dict[str, str]:
     """Return each request's summary from a synchronous ``summarize``, by group id.
 
+    A recall index's request (``INDEX_PROMPT_ID``) is answered here, with ``index_text``.
+
     Raises:
         ValidationError: for an async ``summarize`` (saying to call ``instead``; no coroutine is
             left unawaited) or a text that is not a string.
@@ -318,6 +329,9 @@ def fulfil(calls: Calls, summarize: object, *, owner: str, instead: str) -> dict
     """
     texts: dict[str, str] = {}
     for request, turns in calls:
+        if request.prompt_id == INDEX_PROMPT_ID:  # the library writes a recall index itself
+            texts[request.group_id] = index_text(turns)
+            continue
         text = _asked(summarize, request, turns, owner)
         if isinstance(text, Awaitable):
             if isinstance(text, Coroutine):
@@ -334,6 +348,9 @@ async def afulfil(calls: Calls, summarize: object, *, owner: str) -> dict[str, s
     """Return each request's summary, awaiting an async ``summarize``; as ``fulfil``."""
     texts: dict[str, str] = {}
     for request, turns in calls:
+        if request.prompt_id == INDEX_PROMPT_ID:
+            texts[request.group_id] = index_text(turns)
+            continue
         text = _asked(summarize, request, turns, owner)
         if isinstance(text, Awaitable):
             text = await text
@@ -386,6 +403,7 @@ def default_messages_policy(
     placeholder: str = DEFAULT_PLACEHOLDER,
     recall_tool: str | None = None,
     version: int = 1,
+    recall_index: bool = False,
 ) -> PolicyChain:
     """Return the policy ``compact_messages``, ``ContextWindow`` and the CLI plan with.
 
@@ -396,7 +414,11 @@ def default_messages_policy(
     ``version=2`` (``ContextWindow``'s): stubs pay for their place — the exchanges already
     masked are dropped, oldest first (``StubDroppingPolicy``), before a fresher result is masked:
     first, or with ``summarize`` after the summaries (a summary is not given up for a stub);
-    the rest as version 1.
+    and the large old results are masked before the rest (``LargeResultMaskingPolicy``: each
+    result of at least 1/32 of the budget outside its newest half, oldest first); the rest as
+    version 1. With ``recall_index`` (the window's when recall is on) the stubbed exchanges are
+    folded into recall indexes instead of dropped: summary turns the library writes itself (no
+    model call), naming each dropped result's digest for ``cutctx_recall``.
     With ``summarize``, summaries (``SummarizingPolicy``, or ``BoundedSummarizingPolicy`` when
     ``summary_input_tokens`` bounds their input; requests named ``SUMMARY_PROMPT_ID``) come
     after the old results are masked and before the floor is. The masking members price stubs
@@ -409,7 +431,7 @@ def default_messages_policy(
     >>> default_messages_policy().name
     'chain(observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
     >>> default_messages_policy(version=2).name
-    'chain(stub_dropping@1.0.0+observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
+    'chain(stub_dropping@1.0.0+large_result_masking@1.0.0+observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
 
     Raises:
         ValidationError: for a ``version`` other than 1 or 2, or a negative count.
@@ -417,6 +439,7 @@ def default_messages_policy(
     .. versionadded:: 0.1.1
     """
     owner = "default_messages_policy"
+    check_bool(owner, "recall_index", recall_index)
     check_count(owner, "keep_recent_results", keep_recent_results)
     if version not in (1, 2) or isinstance(version, bool):
         raise ValidationError(
@@ -435,7 +458,15 @@ def default_messages_policy(
             else BoundedSummarizingPolicy(SUMMARY_PROMPT_ID, max_input_tokens=summary_input_tokens)
         )
     if version == 2:  # stubs go before fresher results do: first, or after the summaries
-        members.insert(len(members) if summarize else len(members) - 1, StubDroppingPolicy())
+        position = members.index(old)
+        members.insert(
+            position,
+            LargeResultMaskingPolicy(keep_recent_results, placeholder, estimator=estimator),
+        )
+        members.insert(
+            len(members) if summarize else position,
+            StubDroppingPolicy(index=recall_index, estimator=estimator),
+        )
     return PolicyChain((*members, floor, DropOldestPolicy()))
 
 

@@ -24,6 +24,7 @@ from cutctx._core.digest import json_string_digest
 from cutctx._core.estimators import resolve_estimator
 from cutctx._core.excerpts import lines_of, page
 from cutctx._core.values import DEFAULT_PLACEHOLDER, Role, check_count
+from cutctx._policies.stubs import INDEX_DIGITS
 from cutctx.formats import resolve
 
 if TYPE_CHECKING:
@@ -57,15 +58,16 @@ DEFAULT_PAGE_TOKENS: Final = 2_000
 """A recall page's ``max_tokens`` when no result cap says otherwise."""
 
 _DESCRIPTION: Final = (
-    "Read the original of a tool result that was masked or excerpted to fit the context: give "
-    "the sha256 its stub or elision line names, and the line to start from. Long originals come "
-    "in pages; each page ends by saying which start_line (and, inside a long line, start_char) "
-    "continues it."
+    "Read the original of a tool result that was masked, excerpted or dropped to fit the "
+    "context: give the sha256 its stub, elision line or index names, and the line to start "
+    "from. Long originals come in pages; each page ends by saying which start_line (and, "
+    "inside a long line, start_char) continues it."
 )
 _UNKNOWN: Final = f"[{RECALL_TOOL}: no tool result with sha256 "
 _UNSEEN: Final = (
     f"[{RECALL_TOOL}: this window was restored from a state and has not seen its history yet"
 )
+_HEX_DIGITS: Final = 64
 _SHOWN: Final = 40
 """The most characters of a bad argument an explanation quotes."""
 
@@ -77,7 +79,7 @@ def tool_of(fmt: Format[Any], page_tokens: int) -> dict[str, Any]:
         "properties": {
             "sha256": {
                 "type": "string",
-                "description": "The 64 hex digits after sha256: in the stub or elision line.",
+                "description": ("The hex digits after sha256: in the stub, elision line or index."),
             },
             "start_line": {
                 "type": "integer",
@@ -144,6 +146,12 @@ class RecallIndex:
             return f"[{RECALL_TOOL}: sha256 (a string, the digest a stub names) is required]"
         digest = digest.strip().removeprefix("sha256:")
         text = self.texts.get(digest)
+        if text is None and INDEX_DIGITS <= len(digest) < _HEX_DIGITS:
+            # A recall index names a result by the first INDEX_DIGITS digits of its digest.
+            found = [key for key in self.texts if key.startswith(digest)]
+            if len(found) > 1:
+                return f"[{RECALL_TOOL}: {digest!r} begins {len(found)} digests; give all 64]"
+            text = self.texts[found[0]] if found else None
         if text is None:
             return f"{_UNKNOWN}{digest[:64]!r} is known here]"
         limit = read.get("max_tokens", cap)

@@ -53,7 +53,9 @@ class ContextWindow:
     its end, never edited in place; equal messages handed as new objects are the same history)
     and returns the messages to send. While the request — earlier decisions applied, new
     messages appended — stays at or under ``compact_at``, nothing is re-planned; when it would
-    pass it, one compaction brings it to ``compact_to`` (or, when the untouchable turns make
+    pass it, one compaction brings it to ``compact_to`` (by default half of ``max_tokens``, or
+    ``compact_at`` less 10 000 tokens when that is more: a cut in a large window removes no more
+    than a dozen steps need; or, when the untouchable turns make
     that impossible, under ``compact_at``, removing no more than that needs; when they alone
     pass ``compact_at``, every message that fits under ``max_tokens`` is sent, and a cut keeps
     the newest exchanges). A float is a fraction of ``max_tokens`` (``0.8``, ``1.0``), an int a
@@ -79,7 +81,8 @@ class ContextWindow:
     .. versionadded:: 0.1.0
     .. versionchanged:: 0.1.1
        ``format`` may be a ``cutctx.formats.Format``; a history is recognised by content;
-       ``observation=``.
+       ``observation=``; ``compact_to`` defaults to ``None``: half of ``max_tokens``, or
+       ``compact_at`` less 10 000 tokens when that is more.
     """
 
     def __init__(
@@ -88,7 +91,7 @@ class ContextWindow:
         *,
         max_tokens: int,
         compact_at: float | int = 0.8,
-        compact_to: float | int = 0.5,
+        compact_to: float | int | None = None,
         keep_first: int = 0,
         protected_recent_turns: int = 4,
         keep_recent_results: int = 2,
@@ -127,6 +130,7 @@ class ContextWindow:
             summary_input_tokens=settings.summary_input,
             placeholder=RECALL_PLACEHOLDER if settings.recall else DEFAULT_PLACEHOLDER,
             version=version,
+            recall_index=settings.recall and version == 2,
         )
         self._recall = RecallIndex() if settings.recall else None
         self._free = [True]  # the one caller's token: taken by a step in flight (see _enter)

@@ -379,7 +379,8 @@ class _State:
                 continue
             origin.append(index)
         # Ids stay unique: stand-in ids are digests of the real ids they replace.
-        return trusted_transcript(tuple(view)), origin
+        extra = self.transcript.request_tokens  # the request's own cost stays in the projection
+        return trusted_transcript(tuple(view), None, extra), origin
 
     def draft(self) -> Draft:
         """Return the decisions as a draft over the real transcript."""

@@ -188,7 +188,7 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         stop = floor_start(turns, self._keep_recent_results)
         offered: Iterable[tuple[int, TurnReplacement | Stub]] = offers(
             turns,
-            range(stop),
+            self._candidates(turns, stop, budget),
             shape.untouchable,
             Stubber(self._placeholder, self._estimator),
             self._excluded,
@@ -204,6 +204,13 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         if mask_in_order(draft, turns, offered, budget.max_tokens, reclaim):
             draft.estimator_ratio, draft.estimator_name = estimator_marks(self._estimator)
         return draft
+
+    def _candidates(
+        self, turns: Sequence[TranscriptTurn], stop: int, budget: CompactionBudget
+    ) -> Iterable[int]:
+        """Return the indices offered for masking, in order: every one before ``stop``."""
+        del turns, budget  # every turn before the floor, oldest first
+        return range(stop)
 
 
 class Stubber:

@@ -54,9 +54,9 @@ __all__ = [
     "SupportsModelDump",
     "as_view",
     "check_dict",
-    "check_messages",
     "collect",
     "fail",
+    "framed_content",
     "image_size",
     "openai_image_tokens",
     "restore",
@@ -109,29 +109,12 @@ _NESTED: Final = ("content", "tool_calls")
 "content": response.content}``): read through ``model_dump`` too."""
 
 
-def check_messages(fmt: str, messages: object, offset: int = 0) -> tuple[dict[str, Any], ...]:
-    """Return ``messages`` read as a tuple of dicts, or raise naming the first bad one.
+def read_message(fmt: str, index: int, message: object) -> dict[str, Any]:
+    """Return one message read as a dict, never changed.
 
     A dict is used as it is; an SDK object, or a dict whose ``content`` or ``tool_calls`` list
-    holds SDK objects, is read into a new dict (``model_dump(exclude_none=True)``), so nothing
-    the caller holds is changed.
+    holds SDK objects, is read into a new dict (``model_dump(exclude_none=True)``).
     """
-    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
-        raise fail(fmt, None, f"messages must be a list, got {type(messages).__name__}")
-    items: list[dict[str, Any]] = []
-    for index, message in enumerate(messages):
-        if type(message) is not dict:
-            message = _read(fmt, offset + index, message, "the message")  # noqa: PLW2901 - read as a dict
-        for key in _NESTED:
-            value = message.get(key)
-            if type(value) is list and not all(type(entry) is dict for entry in value):
-                message = {**message, key: [_nested(entry) for entry in value]}  # noqa: PLW2901
-        items.append(message)
-    return tuple(items)
-
-
-def read_message(fmt: str, index: int, message: object) -> dict[str, Any]:
-    """Return one message read as a dict, as ``check_messages`` reads each (never changed)."""
     if type(message) is not dict:
         message = _read(fmt, index, message, "the message")
     for key in _NESTED:
@@ -502,6 +485,27 @@ def render_content(  # noqa: PLR0917 - the format, the place and the part render
         raise fail(fmt, index, f"{where} must be a string or a list, got {type(content).__name__}")
     read, cost = _read_parts(content, where, part, skip_empty=skip_empty)
     return joined([text for _, text in read]), cost
+
+
+def framed_content(  # noqa: PLR0917 - render_content's arguments
+    fmt: str,
+    pricer: Pricer,
+    index: int,
+    content: object,
+    where: str,
+    part: Callable[[object, str], tuple[str, int]],
+    *,
+    filler: bool,
+) -> tuple[str, int]:
+    """Render and price a message read as one turn, its framing included.
+
+    A ``filler`` (a message the format itself put in a request) reads as ``""`` and costs
+    nothing: its price is reserved where it may be needed.
+    """
+    if filler:
+        return "", 0
+    text, cost = render_content(fmt, pricer, index, content, where, part)
+    return text, pricer.framing + cost
 
 
 def system_text(fmt: str, system: object, pricer: Pricer) -> tuple[str, int] | None:

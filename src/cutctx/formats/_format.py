@@ -200,7 +200,10 @@ class Format[M](ABC):
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> tuple[Transcript, Binding[M]]:
-        """Return the transcript of ``messages`` (and ``system``) and the binding back."""
+        """Return the transcript of ``messages`` (and ``system``) and the binding back.
+
+        Its ``request_tokens`` is ``request_overhead``: a plan over it leaves room for that.
+        """
         pricer = self.pricer(estimator)
         head = self.head(system, estimator=pricer.estimator)
         reader = self.reader(estimator=pricer.estimator, priority=priority, pin=pin)
@@ -208,7 +211,8 @@ class Format[M](ABC):
         parts = {turn.turn_id: Part(turn, None, None, maskable=False, siblings=1) for turn in head}
         parts.update(read.parts)
         binding = Binding(self.name, read.sent, system, parts, pricer.estimator, read.originals)
-        return Transcript((*head, *read.turns)), binding
+        overhead = self.request_overhead(pricer.estimator)
+        return Transcript((*head, *read.turns), request_tokens=overhead), binding
 
     def from_transcript(
         self, view: Transcript | CompactedTranscript, binding: Binding[M]
@@ -226,7 +230,7 @@ class Format[M](ABC):
         """Return what ``messages`` (and ``system``) cost as one request."""
         pricer = self.pricer(estimator)
         transcript, _ = self.to_transcript(messages, estimator=pricer.estimator, system=system)
-        return transcript.token_estimate() + self.request_overhead(pricer.estimator)
+        return transcript.token_estimate()  # request_tokens: the request's overhead
 
     def __repr__(self) -> str:
         return f"<cutctx format {self.name!r}>"

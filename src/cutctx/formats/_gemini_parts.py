@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from cutctx.formats._common import AUDIO_TOKENS, FILE_TOKENS, check_dict, fail, shown, text_field
 from cutctx.formats._images import image_size
@@ -31,7 +31,7 @@ __all__ = [
     "field",
     "gemini_image_tokens",
     "part_of",
-    "read_contents",
+    "read_content",
     "responses_of",
     "strict_json",
 ]
@@ -80,28 +80,23 @@ def field(value: Mapping[str, Any], name: str) -> tuple[str, Any]:
     return name, None
 
 
-def read_contents(messages: object, offset: int) -> tuple[dict[str, Any], ...]:
-    """Return ``messages`` read as dicts; an SDK object is dumped as JSON data (bytes in base64).
+def read_content(index: int, message: object) -> dict[str, Any]:
+    """Return content ``index`` read as a dict; an SDK object is dumped as JSON data (base64).
 
     A dict whose ``parts`` list holds SDK objects is read into a new dict with those parts
-    dumped; anything else is left for the scan to judge.
+    dumped; anything else is left for the reader to judge. The caller's object is never changed.
     """
-    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
-        raise fail(FORMAT, None, f"messages must be a list, got {type(messages).__name__}")
-    items: list[dict[str, Any]] = []
-    for index, message in enumerate(messages, offset):
-        read: Any = message
-        if type(message) is not dict:
-            read = dict(message) if isinstance(message, Mapping) else _dump(message)
-            if not isinstance(read, dict):
-                raise fail(
-                    FORMAT, index, f"the message must be an object, got {type(message).__name__}"
-                )
-        parts = read.get("parts")
-        if type(parts) is list and not all(type(part) is dict for part in parts):
-            read = {**read, "parts": [_dumped(part) for part in parts]}
-        items.append(read)
-    return tuple(items)
+    read: Any = message
+    if type(message) is not dict:
+        read = dict(message) if isinstance(message, Mapping) else _dump(message)
+        if not isinstance(read, dict):
+            raise fail(
+                FORMAT, index, f"the message must be an object, got {type(message).__name__}"
+            )
+    parts = read.get("parts")
+    if type(parts) is list and not all(type(part) is dict for part in parts):
+        read = {**read, "parts": [_dumped(part) for part in parts]}
+    return cast("dict[str, Any]", read)
 
 
 def _dump(value: object) -> object:

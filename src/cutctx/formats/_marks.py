@@ -8,7 +8,7 @@ keys; the window's state rebuilds that copy with ``unmarked``.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from cutctx._core.metadata import (
     FRAMING_METADATA,
@@ -32,7 +32,6 @@ __all__ = [
     "STICKY_KEY",
     "read_marks",
     "read_observations",
-    "sent_originals",
     "unmarked",
 ]
 
@@ -158,21 +157,6 @@ def mark_turns(
     """Put ``marks`` (by message index) and ``tool_names`` (by turn id) on the turns, in place."""
     if marks or tool_names:
         _mark_turns(turns, parts, marks, tool_names)
-
-
-def sent_originals[M](
-    messages: Sequence[M], items: tuple[dict[str, Any], ...], sent: tuple[dict[str, Any], ...]
-) -> Sequence[M]:
-    """Return the caller's messages, with each key-stripped copy ``read_marks`` made in place.
-
-    A kept marked message then comes back as that copy, never with its ``sticky``/``priority``.
-    """
-    if sent is items:
-        return messages
-    return [
-        cast("M", copy) if copy is not read else original
-        for original, read, copy in zip(messages, items, sent, strict=True)
-    ]
 
 
 def _mark_turns(

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple
 
-from cutctx.formats._common import Part, Pricer, fail, read_message
+from cutctx._core.values import Role, TranscriptTurn
+from cutctx.formats._common import Part, Pricer, fail, joined, read_message
 from cutctx.formats._marks import mark_one, mark_turns, read_callables
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from cutctx._core.values import TranscriptTurn
-
-__all__ = ["Reader", "ReaderState", "Scanned", "StreamReader"]
+__all__ = ["Answer", "Reader", "ReaderState", "Scanned", "StreamReader"]
 
 type ReaderState = dict[str, Any]
 """A reader's state: plain JSON data (dicts with string keys, lists, strings, numbers, booleans,
@@ -105,26 +104,30 @@ class StreamReader[M](Reader[M]):
 
     A subclass gives ``initial()`` (its fresh state, with ``"count": 0``), ``message(state,
     index, item, out)`` (read one message, already a dict, into ``out``: its turns, parts and
-    tool names) and ``finish(state)`` (the checks at the end of a history). ``settled`` says
-    which trailing messages wait for the next chunk. The driver converts each message, reads its
-    marks, keeps the caller's objects and commits the state only when the whole chunk is read.
+    tool names) and ``finish(state)`` (the checks at the end of a history), and names its
+    format in ``fmt``. ``settled`` says which trailing messages wait for the next chunk; without
+    ``strict`` only the shape of each field is checked, not the provider's rules (what
+    ``count_tokens`` reads). The driver converts each message, reads its marks, keeps the
+    caller's objects and commits the state only when the whole chunk is read.
     """
 
-    __slots__ = ("_pin", "_pricer", "_priority", "_settled", "_state", "fmt")
+    __slots__ = ("_pin", "_pricer", "_priority", "_settled", "_state", "strict")
+
+    fmt: ClassVar[str]
 
     def __init__(
         self,
-        fmt: str,
         pricer: Pricer,
         *,
+        strict: bool = True,
         settled: Callable[[object], bool] | None = None,
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> None:
-        self.fmt = fmt
+        self.strict = strict
         self._pricer = pricer
         self._settled = settled
-        self._priority, self._pin = read_callables(fmt, priority, pin)
+        self._priority, self._pin = read_callables(self.fmt, priority, pin)
         self._state = self.initial()
 
     @property
@@ -143,6 +146,10 @@ class StreamReader[M](Reader[M]):
     def finish(self, state: ReaderState) -> None:
         """Raise for what a history may not end with (``state`` is after its last message)."""
         del state
+
+    def item(self, index: int, message: M) -> dict[str, Any]:
+        """Return message ``index`` read as a dict (a new one where it must change)."""
+        return read_message(self.fmt, index, message)
 
     def start(self, count: int) -> None:
         """Continue as if ``count`` messages had been read (their ids and indices follow them)."""
@@ -165,7 +172,7 @@ class StreamReader[M](Reader[M]):
         for position in range(end):
             index = offset + position
             message = messages[position]
-            item = read_message(self.fmt, index, message)
+            item = self.item(index, message)
             out.last = final and position == end - 1
             self.message(state, index, item, out)
             shown = mark_one(self.fmt, index, item, out.marks, self._priority, self._pin)
@@ -215,15 +222,66 @@ class Out:
         self.turns.append(turn)
         self.parts[turn.turn_id] = part
 
+    def whole(self, turn: TranscriptTurn, index: int) -> None:
+        """Add the one turn message ``index`` is read as (never masked)."""
+        self.add(turn, Part(turn, index, None, maskable=False, siblings=1))
+
+    def answers(  # noqa: PLR0917 - one rule for every format that splits a message of answers
+        self,
+        framing: int,
+        index: int,
+        key: str | None,
+        answers: Sequence[Answer],
+        content: Sequence[Any],
+        where: str,
+        part: Callable[[object, str], tuple[str, int]],
+    ) -> None:
+        """Add the turns of message ``index``, whose ``content`` (at ``where``) holds results.
+
+        Each answer is a ``TOOL`` turn of its own (the first ``m<index>``, carrying the
+        message's ``framing``, the others ``m<index>.<position>``), so each can be masked alone;
+        the other pieces, each read by ``part(value, place)`` (as ``render_content`` reads
+        them), are one ``USER`` turn ``m<index>.<first position>``. All of them share the call
+        group ``key``; an answer's tool name is recorded.
+        """
+        turn_id = f"m{index}"
+        answered = {answer.position for answer in answers}
+        rest = [position for position in range(len(content)) if position not in answered]
+        siblings = len(answers) + (1 if rest else 0)
+        for number, answer in enumerate(answers):
+            part_id = turn_id if number == 0 else f"{turn_id}.{answer.position}"
+            cost = answer.cost + (framing if number == 0 else 0)
+            turn = TranscriptTurn(part_id, Role.TOOL, answer.text, cost, key)
+            self.add(turn, Part(turn, index, answer.position, maskable=True, siblings=siblings))
+            if answer.name is not None:
+                self.tool_names[part_id] = answer.name
+        if rest:
+            read = [part(content[position], f"{where}[{position}]") for position in rest]
+            text = joined([text for text, _ in read if text])
+            turn = TranscriptTurn(
+                f"{turn_id}.{rest[0]}", Role.USER, text, sum(cost for _, cost in read), key
+            )
+            self.add(turn, Part(turn, index, rest[0], maskable=False, siblings=siblings))
+
+
+class Answer(NamedTuple):
+    """One tool result in a message: its position, text, price and the tool's name if known."""
+
+    position: int
+    text: str
+    cost: int
+    name: str | None
+
+
+_ATOMS: Final = frozenset({str, int, float, bool, type(None)})
+
 
 def copied(value: Any) -> Any:  # noqa: ANN401 - JSON data of any shape
     """Return a copy of JSON data (dicts and lists copied all the way down)."""
-    # Scalars are taken as they are without a call each: a state's id maps are most of it.
+    # Atoms are tested inline, not by a call each: a reader's state holds every tool use id
+    # seen, copied at every read (a fifth of a 400-step Converse window's time when recursive).
     if type(value) is dict:
-        return {key: copied(item) if type(item) in _NESTED else item for key, item in value.items()}
+        return {key: item if type(item) in _ATOMS else copied(item) for key, item in value.items()}
     if type(value) is list:
-        return [copied(item) if type(item) in _NESTED else item for item in value]
+        return [item if type(item) in _ATOMS else copied(item) for item in value]
     return value
-
-
-_NESTED: Final = (dict, list)

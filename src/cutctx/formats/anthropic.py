@@ -22,6 +22,7 @@ price is reserved in the estimates. See ``docs/formats/anthropic.md`` for the pr
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from cutctx._core.values import Role, Transcript, TranscriptTurn
@@ -37,7 +38,6 @@ from cutctx.formats._anthropic_order import (
 from cutctx.formats._common import (
     Binding,
     Message,
-    Part,
     Pricer,
     as_json,
     check_dict,
@@ -45,7 +45,6 @@ from cutctx.formats._common import (
     fail,
     field_of,
     is_empty,
-    joined,
     restore,
     shown,
     stub_content,
@@ -59,7 +58,7 @@ from cutctx.formats._images import (
     ANTHROPIC_IMAGE_MAX_TOKENS,
     ANTHROPIC_IMAGE_PIXELS_PER_TOKEN,
 )
-from cutctx.formats._reader import Out, Reader, ReaderState, Scanned, StreamReader
+from cutctx.formats._reader import Answer, Out, Reader, ReaderState, Scanned, StreamReader
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -306,7 +305,9 @@ class _AnthropicReader(StreamReader[Message]):
     ``seen`` (every tool use id so far, with the message that made it: an id is used once).
     """
 
-    __slots__ = ("reserved", "strict")
+    __slots__ = ("reserved",)
+
+    fmt = FORMAT
 
     def __init__(
         self,
@@ -316,9 +317,8 @@ class _AnthropicReader(StreamReader[Message]):
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> None:
-        self.strict = strict
         self.reserved = 0  # the filler reserves added to the turns read (not sent)
-        super().__init__(FORMAT, pricer, settled=_settled, priority=priority, pin=pin)
+        super().__init__(pricer, strict=strict, settled=_settled, priority=priority, pin=pin)
 
     def initial(self) -> ReaderState:
         return {
@@ -359,17 +359,13 @@ class _AnthropicReader(StreamReader[Message]):
                 turn_id if uses else None,
                 pinned="compaction" in flags,
             )
-            out.add(turn, Part(turn, index, None, maskable=False, siblings=1))
+            out.whole(turn, index)
             state["pending"] = _use_names(content, uses)
             state["opener"], state["key"] = index, turn_id
             return
-        answered = _user(
-            pricer, index, content, turn_id, state["key"] if pending else None, out, strict=strict
-        )
-        for part_id, call_id in answered.items():
-            if call_id in pending:
-                out.tool_names[part_id] = pending[call_id]
-        missing = [call_id for call_id in pending if call_id not in answered.values()]
+        key = state["key"] if pending else None
+        answered = _user(pricer, index, content, key, pending, out, strict=strict)
+        missing = [call_id for call_id in pending if call_id not in answered]
         if missing and strict:
             raise _unanswered(state["opener"], missing)
         state["pending"] = {}
@@ -409,26 +405,24 @@ def _user(  # noqa: PLR0917 - one private call site
     pricer: Pricer,
     index: int,
     content: object,
-    turn_id: str,
     key: str | None,
+    pending: Mapping[str, str],
     out: Out,
     *,
     strict: bool,
-) -> dict[str, str]:
-    """Add the turns of user message ``index``; return the tool_use ids it answers, by turn."""
+) -> set[str]:
+    """Add the turns of user message ``index``; return the tool_use ids it answers."""
+    turn_id = f"m{index}"
     if not isinstance(content, list | tuple):
         text, cost = blocks(pricer, index, content, "content")
-        turn = TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost)
-        out.add(turn, Part(turn, index, None, maskable=False, siblings=1))
-        return {}
-    results: list[tuple[int, str, int, str]] = []
+        out.whole(TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost), index)
+        return set()
+    answers: list[Answer] = []
     answered: set[str] = set()
-    rest: list[int] = []
     for position, value in enumerate(content):
         where = f"content[{position}]"
         block = check_dict(FORMAT, index, value, where)
         if block.get("type") != "tool_result":
-            rest.append(position)
             continue
         call_id = text_field(FORMAT, index, block.get("tool_use_id"), f"{where}.tool_use_id")
         if strict and (key is None or call_id in answered):
@@ -441,32 +435,14 @@ def _user(  # noqa: PLR0917 - one private call site
             )
         answered.add(call_id)
         text, cost = blocks(pricer, index, block.get("content"), f"{where}.content")
-        results.append((position, text, cost, call_id))
-    if not results:
+        answers.append(Answer(position, text, cost, pending.get(call_id)))
+    if not answers:
         text, cost = blocks(pricer, index, content, "content")
-        turn = TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost)
-        out.add(turn, Part(turn, index, None, maskable=False, siblings=1))
-        return {}
-    siblings = len(results) + (1 if rest else 0)
-    by_turn: dict[str, str] = {}
-    for number, (position, text, cost, call_id) in enumerate(results):
-        part_id = turn_id if number == 0 else f"{turn_id}.{position}"
-        framing = pricer.framing if number == 0 else 0
-        turn = TranscriptTurn(part_id, Role.TOOL, text, framing + cost, key)
-        out.add(turn, Part(turn, index, position, maskable=True, siblings=siblings))
-        by_turn[part_id] = call_id
-    if rest:
-        texts: list[str] = []
-        cost = 0
-        for position in rest:
-            text, price = block_of(pricer, index, content[position], f"content[{position}]")
-            cost += price
-            if text:
-                texts.append(text)
-        part_id = f"{turn_id}.{rest[0]}"
-        turn = TranscriptTurn(part_id, Role.USER, joined(texts), cost, key)
-        out.add(turn, Part(turn, index, rest[0], maskable=False, siblings=siblings))
-    return by_turn
+        out.whole(TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost), index)
+        return set()
+    price = partial(block_of, pricer, index)
+    out.answers(pricer.framing, index, key, answers, content, "content", price)
+    return answered
 
 
 def _assistant(

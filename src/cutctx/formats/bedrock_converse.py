@@ -21,7 +21,7 @@ request. ``mark_cache`` adds a ``cachePoint`` while the request holds fewer than
 
 >>> transcript, binding = to_transcript([{"role": "user", "content": [{"text": "hi"}]}])
 >>> transcript.turn_ids(), from_transcript(transcript, binding)
-(('system', 'm0'), [{'role': 'user', 'content': [{'text': 'hi'}]}])
+(('m0',), [{'role': 'user', 'content': [{'text': 'hi'}]}])
 
 .. versionadded:: 0.1.1
 """
@@ -43,15 +43,13 @@ from cutctx.formats._bedrock_blocks import (
 from cutctx.formats._common import (
     Binding,
     Message,
-    Part,
     Pricer,
     check_dict,
-    check_messages,
     collect,
     fail,
     field_of,
+    framed_content,
     joined,
-    render_content,
     restore,
     shown,
     summary_text,
@@ -59,9 +57,8 @@ from cutctx.formats._common import (
     text_field,
 )
 from cutctx.formats._format import Format, Rendered
-from cutctx.formats._marks import read_marks, sent_originals
 from cutctx.formats._plain import plain
-from cutctx.formats._reader import Scanned
+from cutctx.formats._reader import Answer, Out, Reader, ReaderState, StreamReader
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -128,30 +125,22 @@ class _BedrockConverse(Format[Message]):
         return plain(message) if isinstance(message, Mapping) else message
 
     def head(self, system: object, *, estimator: TokenEstimator) -> tuple[TranscriptTurn, ...]:
-        # Always one turn: it carries the reserve of the filler that may open the request.
-        pricer = self.pricer(estimator)
-        text, cost = _system(system, pricer)
-        return (system_turn(text, cost + _reserve(pricer)),)
+        if system is None:
+            return ()
+        return (system_turn(*_system(system, self.pricer(estimator))),)
 
-    def scan(
+    def request_overhead(self, estimator: TokenEstimator) -> int:
+        # The filler that may open a request is reserved in every request, not in a message.
+        return _reserve(self.pricer(estimator))
+
+    def reader(
         self,
-        messages: Sequence[Message],
         *,
-        estimator: TokenEstimator,
-        offset: int = 0,
-        follows: Message | None = None,
+        estimator: TokenEstimator | None = None,
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
-    ) -> Scanned[Message]:
-        return _scan(
-            messages,
-            estimator,
-            strict=True,
-            offset=offset,
-            follows=follows,
-            priority=priority,
-            pin=pin,
-        )
+    ) -> Reader[Message]:
+        return _ConverseReader(self.pricer(estimator), priority=priority, pin=pin)
 
     def render(
         self, view: Transcript | CompactedTranscript, binding: Binding[Message]
@@ -184,8 +173,9 @@ class _BedrockConverse(Format[Message]):
     ) -> int:
         pricer = self.pricer(estimator)
         head = self.head(system, estimator=pricer.estimator)
-        read = _scan(messages, pricer.estimator, strict=False)
-        return sum(turn.token_estimate for turn in (*head, *read.turns))
+        read = _ConverseReader(pricer, strict=False).read(messages, final=True)
+        turns = sum(turn.token_estimate for turn in (*head, *read.turns))
+        return turns + self.request_overhead(pricer.estimator)
 
     def mark_cache(self, request: list[Message], stable: int, system: object) -> list[Message]:
         if stable <= 0:
@@ -273,8 +263,9 @@ def count_tokens(
 ) -> int:
     """Return what ``messages`` and ``system`` cost under this format's pricing rules.
 
-    That is the sum of the turns' estimates, the filler reserves included. A partial history (a
-    ``toolUse`` still waiting for its result) is priced message by message.
+    That is the sum of the turns' estimates (a message holding reasoning with its filler
+    reserve) plus ``request_overhead``, the reserve of the filler that may open a request. A
+    partial history (a ``toolUse`` still waiting for its result) is priced message by message.
 
     >>> count_tokens([{"role": "user", "content": [{"text": "twelve chars"}]}])
     11
@@ -283,6 +274,9 @@ def count_tokens(
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
 
     .. versionadded:: 0.1.1
+
+    .. versionchanged:: 0.1.1
+       The opening filler's reserve is the request's overhead, no longer the head turn's.
     """
     return BEDROCK_CONVERSE.count_tokens(messages, estimator=estimator, system=system)
 
@@ -305,8 +299,6 @@ def _reasons(message: Mapping[str, Any]) -> bool:
 
 def _system(system: object, pricer: Pricer) -> tuple[str, int]:
     """Read and price ``system``: a string or a list of text, guard and cache point blocks."""
-    if system is None:
-        return "", 0
     if isinstance(system, str):
         return system, pricer.framing + pricer.text(system)
     if not isinstance(system, list | tuple):
@@ -364,146 +356,157 @@ def _alternate(
     return out, costs, frozenset(merged)
 
 
-def _scan(  # noqa: PLR0912, PLR0915 - one pass over the messages, one branch per rule
-    messages: Sequence[Message],
-    estimator: object,
-    *,
-    strict: bool,
-    offset: int = 0,
-    follows: Message | None = None,
-    priority: Callable[[int, dict[str, Any]], int] | None = None,
-    pin: Callable[[int, dict[str, Any]], bool] | None = None,
-) -> Scanned[Message]:
-    """Read the messages after ``offset`` earlier ones; without ``strict`` only field shapes."""
-    pricer = Pricer.of(FORMAT, estimator)
-    items = check_messages(FORMAT, messages, offset)
-    reserve = _reserve(pricer)
-    turns: list[TranscriptTurn] = []
-    parts: dict[str, Part] = {}
-    tool_names: dict[str, str] = {}
-    pending: dict[str, str] = {}  # the open uses' names, by id
-    opener, key = -1, ""
-    before = None if follows is None else field_of(follows, "role")
-    previous = before if isinstance(before, str) else None
-    seen: dict[str, int] = {}
-    points = 0
-    for index, message in enumerate(items, offset):
-        role = message.get("role")
+class _ConverseReader(StreamReader[Message]):
+    """Reads Converse messages; its state holds what the next message must answer.
+
+    State: ``count``, ``previous`` (the role before), ``pending`` (the last assistant
+    message's ``toolUse`` names by id), ``opener`` (its index), ``key`` (its turn id), ``seen``
+    (every tool use id so far, with the message that made it) and ``points`` (the
+    ``cachePoint`` blocks so far). Without ``strict`` only field shapes (``count_tokens``).
+    """
+
+    __slots__ = ()
+
+    fmt = FORMAT
+
+    def initial(self) -> ReaderState:
+        return {
+            "count": 0,
+            "previous": None,
+            "pending": {},
+            "opener": None,
+            "key": None,
+            "seen": {},
+            "points": 0,
+        }
+
+    def message(self, state: ReaderState, index: int, item: dict[str, Any], out: Out) -> None:
+        pricer, strict = self.pricer, self.strict
+        role = item.get("role")
         if role not in ("user", "assistant"):
             hint = " (pass the system prompt as system=)" if role == "system" else ""
             raise fail(FORMAT, index, f"unknown role {shown(role)}{hint}", role=shown(role))
-        content = message.get("content")
+        content = item.get("content")
         if not isinstance(content, list | tuple):
             raise fail(FORMAT, index, f"content must be a list, got {type(content).__name__}")
         kinds = [kind_of(index, block, f"content[{n}]")[0] for n, block in enumerate(content)]
-        points += kinds.count("cachePoint")
+        state["points"] += kinds.count("cachePoint")
+        pending: dict[str, str] = state["pending"]
         if strict:
-            if not content:
-                raise fail(FORMAT, index, f"a {role} message must have content")
-            if previous is None and index == 0 and role != "user":
-                raise fail(FORMAT, index, "the conversation must open with a user message")
-            if role == previous:
-                raise fail(FORMAT, index, f"two {role} messages in a row (strict alternation)")
-            if points > MAX_CACHE_POINTS:
-                raise fail(FORMAT, index, f"more than {MAX_CACHE_POINTS} cachePoint blocks")
-            if pending and (role != "user" or "toolResult" not in kinds):
-                raise _unanswered(opener, list(pending))
-        previous = role
+            _check_order(index, role, content, kinds, state)
+        state["previous"] = role
         turn_id = f"m{index}"
         if role == "assistant":
-            if strict and "toolResult" in kinds:
-                raise fail(FORMAT, index, "an assistant message cannot hold toolResult blocks")
-            text, cost = render_content(
-                FORMAT, pricer, index, content, "content", partial(block_of, pricer, index)
-            )
+            text, cost = _content(pricer, index, item)
             uses: dict[str, str] = {}
             for position, kind in enumerate(kinds):
                 if kind == "toolUse":
                     use = content[position]["toolUse"]
-                    if strict and use["toolUseId"] in (*uses, *seen):
+                    if strict and (use["toolUseId"] in uses or use["toolUseId"] in state["seen"]):
                         raise fail(
                             FORMAT, index, f"the tool use id {use['toolUseId']!r:.60} is used twice"
                         )
                     uses[use["toolUseId"]] = use["name"]
-            seen.update(dict.fromkeys(uses, index))
-            if _reasons(message):
-                cost += reserve  # a filler may have to go before it
-            turn = TranscriptTurn(
-                turn_id, Role.ASSISTANT, text, pricer.framing + cost, turn_id if uses else None
-            )
-            turns.append(turn)
-            parts[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
-            pending, opener, key = uses, index, turn_id
-            continue
-        if strict and "toolUse" in kinds:
-            raise fail(FORMAT, index, "a user message cannot hold toolUse blocks")
-        answer_key = key if pending else None
+            state["seen"].update(dict.fromkeys(uses, index))
+            if _reasons(item):
+                cost += _reserve(pricer)  # a filler may have to go before it
+            key = turn_id if uses else None
+            out.whole(TranscriptTurn(turn_id, Role.ASSISTANT, text, cost, key), index)
+            state["pending"], state["opener"], state["key"] = uses, index, turn_id
+            return
+        key = state["key"] if pending else None
         results = [position for position, kind in enumerate(kinds) if kind == "toolResult"]
         answered: list[str] = []
         for position in results:
-            where = f"content[{position}].toolResult"
-            result = check_dict(FORMAT, index, content[position]["toolResult"], where)
-            use_id = text_field(FORMAT, index, result.get("toolUseId"), f"{where}.toolUseId")
-            status = result.get("status")
-            if strict and (use_id not in pending or use_id in answered):
-                raise fail(
-                    FORMAT,
-                    index,
-                    f"toolResult for {use_id!r:.60} has no toolUse in the message before it "
-                    "(or answers it twice)",
-                    tool_use_id=use_id,
-                )
-            if strict and status not in (None, "success", "error"):
-                raise fail(FORMAT, index, f"{where}.status must be success or error")
-            if strict and status == "error" and not result.get("content"):
-                raise fail(FORMAT, index, f"{where}: an error result must have content")
-            answered.append(use_id)
+            answered.append(_answered(index, content, position, pending, answered, strict=strict))
         if strict and len(answered) != len(pending):
             missing = [use_id for use_id in pending if use_id not in answered]
-            raise _unanswered(opener, missing)
-        names = dict(pending)
-        pending = {}
+            raise _unanswered(state["opener"], missing)
+        state["pending"] = {}
         if not results:
-            text, cost = render_content(
-                FORMAT, pricer, index, content, "content", partial(block_of, pricer, index)
+            text, cost = _content(pricer, index, item)
+            out.whole(TranscriptTurn(turn_id, Role.USER, text, cost), index)
+            return
+        answers = [
+            Answer(
+                position,
+                *result_of(
+                    pricer,
+                    index,
+                    content[position]["toolResult"],
+                    f"content[{position}].toolResult",
+                ),
+                pending.get(use_id),
             )
-            if _is_filler(message):
-                text, cost = "", -pricer.framing
-            turn = TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost)
-            turns.append(turn)
-            parts[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
-            continue
-        rest = [position for position in range(len(content)) if position not in results]
-        siblings = len(results) + (1 if rest else 0)
-        for number, position in enumerate(results):
-            part_id = turn_id if number == 0 else f"{turn_id}.{position}"
-            where = f"content[{position}].toolResult"
-            text, cost = result_of(pricer, index, content[position]["toolResult"], where)
-            framing = pricer.framing if number == 0 else 0
-            turn = TranscriptTurn(part_id, Role.TOOL, text, framing + cost, answer_key)
-            turns.append(turn)
-            parts[part_id] = Part(turn, index, position, maskable=True, siblings=siblings)
-            name = names.get(answered[number])
-            if name is not None:
-                tool_names[part_id] = name
-        if rest:
-            texts: list[str] = []
-            cost = 0
-            for position in rest:
-                text, price = block_of(pricer, index, content[position], f"content[{position}]")
-                cost += price
-                if text:
-                    texts.append(text)
-            part_id = f"{turn_id}.{rest[0]}"
-            turn = TranscriptTurn(part_id, Role.USER, joined(texts), cost, answer_key)
-            turns.append(turn)
-            parts[part_id] = Part(turn, index, rest[0], maskable=False, siblings=siblings)
-    if strict and pending:
-        raise _unanswered(opener, list(pending))
-    sent = read_marks(
-        FORMAT, items, turns, parts, tool_names, priority=priority, pin=pin, offset=offset
+            for position, use_id in zip(results, answered, strict=True)
+        ]
+        price = partial(block_of, pricer, index)
+        out.answers(pricer.framing, index, key, answers, content, "content", price)
+
+    def finish(self, state: ReaderState) -> None:
+        if self.strict and state["pending"]:
+            raise _unanswered(state["opener"], list(state["pending"]))
+
+
+def _check_order(
+    index: int, role: str, content: Sequence[Any], kinds: list[str], state: ReaderState
+) -> None:
+    """Raise for a message out of Converse's order (``state`` is before it, its points after)."""
+    if not content:
+        raise fail(FORMAT, index, f"a {role} message must have content")
+    if index == 0 and role != "user":
+        raise fail(FORMAT, index, "the conversation must open with a user message")
+    if role == state["previous"]:
+        raise fail(FORMAT, index, f"two {role} messages in a row (strict alternation)")
+    if state["points"] > MAX_CACHE_POINTS:
+        raise fail(FORMAT, index, f"more than {MAX_CACHE_POINTS} cachePoint blocks")
+    if state["pending"] and (role != "user" or "toolResult" not in kinds):
+        raise _unanswered(state["opener"], list(state["pending"]))
+    if role == "assistant" and "toolResult" in kinds:
+        raise fail(FORMAT, index, "an assistant message cannot hold toolResult blocks")
+    if role == "user" and "toolUse" in kinds:
+        raise fail(FORMAT, index, "a user message cannot hold toolUse blocks")
+
+
+def _answered(
+    index: int,
+    content: Sequence[Any],
+    position: int,
+    pending: Mapping[str, str],
+    answered: list[str],
+    *,
+    strict: bool,
+) -> str:
+    """Check the ``toolResult`` at ``position`` (after ``answered``); return its use's id."""
+    where = f"content[{position}].toolResult"
+    result = check_dict(FORMAT, index, content[position]["toolResult"], where)
+    use_id = text_field(FORMAT, index, result.get("toolUseId"), f"{where}.toolUseId")
+    status = result.get("status")
+    if strict and (use_id not in pending or use_id in answered):
+        raise _unmatched(index, use_id)
+    if strict and status not in (None, "success", "error"):
+        raise fail(FORMAT, index, f"{where}.status must be success or error")
+    if strict and status == "error" and not result.get("content"):
+        raise fail(FORMAT, index, f"{where}: an error result must have content")
+    return use_id
+
+
+def _unmatched(index: int, use_id: str) -> Exception:
+    return fail(
+        FORMAT,
+        index,
+        f"toolResult for {use_id!r:.60} has no toolUse in the message before it "
+        "(or answers it twice)",
+        tool_use_id=use_id,
     )
-    return Scanned(tuple(turns), parts, sent, tuple(sent_originals(messages, items, sent)))
+
+
+def _content(pricer: Pricer, index: int, item: dict[str, Any]) -> tuple[str, int]:
+    """Read and price a message as one turn (framing included; a filler costs nothing)."""
+    price = partial(block_of, pricer, index)
+    return framed_content(
+        FORMAT, pricer, index, item["content"], "content", price, filler=_is_filler(item)
+    )
 
 
 def _unanswered(opener: int, missing: list[str]) -> Exception:

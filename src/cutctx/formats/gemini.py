@@ -37,13 +37,11 @@ from cutctx._core.values import Role, Transcript, TranscriptTurn
 from cutctx.formats._common import (
     Binding,
     Message,
-    Part,
     Pricer,
     collect,
     fail,
-    field_of,
+    framed_content,
     joined,
-    render_content,
     restore,
     shown,
     summary_text,
@@ -59,12 +57,11 @@ from cutctx.formats._gemini_parts import (
     field,
     gemini_image_tokens,
     part_of,
-    read_contents,
+    read_content,
     responses_of,
 )
-from cutctx.formats._marks import read_marks, sent_originals
 from cutctx.formats._plain import plain
-from cutctx.formats._reader import Scanned
+from cutctx.formats._reader import Answer, Out, Reader, ReaderState, StreamReader
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -137,25 +134,14 @@ class _Gemini(Format[Message]):
         dump = getattr(message, "model_dump", None)
         return dump(mode="json", exclude_none=True) if callable(dump) else message
 
-    def scan(
+    def reader(
         self,
-        messages: Sequence[Message],
         *,
-        estimator: TokenEstimator,
-        offset: int = 0,
-        follows: Message | None = None,
+        estimator: TokenEstimator | None = None,
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
-    ) -> Scanned[Message]:
-        return _scan(
-            messages,
-            estimator,
-            strict=True,
-            offset=offset,
-            follows=follows,
-            priority=priority,
-            pin=pin,
-        )
+    ) -> Reader[Message]:
+        return _GeminiReader(self.pricer(estimator), priority=priority, pin=pin)
 
     def render(
         self, view: Transcript | CompactedTranscript, binding: Binding[Message]
@@ -186,7 +172,7 @@ class _Gemini(Format[Message]):
     ) -> int:
         pricer = self.pricer(estimator)
         head = self.head(system, estimator=pricer.estimator)
-        read = _scan(messages, pricer.estimator, strict=False)
+        read = _GeminiReader(pricer, strict=False).read(messages, final=True)
         return sum(turn.token_estimate for turn in (*head, *read.turns))
 
 
@@ -375,146 +361,113 @@ def _order(
     return out, costs, frozenset(merged)
 
 
-def _scan(  # noqa: PLR0912, PLR0915 - one pass over the contents, one branch per rule
-    messages: Sequence[Message],
-    estimator: object,
-    *,
-    strict: bool,
-    offset: int = 0,
-    follows: Message | None = None,
-    priority: Callable[[int, dict[str, Any]], int] | None = None,
-    pin: Callable[[int, dict[str, Any]], bool] | None = None,
-) -> Scanned[Message]:
-    """Read the contents after ``offset`` earlier ones.
+type _Call = list[str | None]  # a function call waiting for its response: [name, id or None]
 
-    With ``strict`` the request's rules are enforced; without, only the shape of each field.
+
+class _GeminiReader(StreamReader[Message]):
+    """Reads Gemini contents; its state holds the calls the next content must answer.
+
+    State: ``count``, ``pending`` (the last model content's calls, ``[name, id]`` each),
+    ``opener`` (its index) and ``key`` (its turn id). Without ``strict`` only the shape of
+    each field is checked (``count_tokens``).
     """
-    pricer = Pricer.of(FORMAT, estimator)
-    items = read_contents(messages, offset)
-    reserve = _reserve(pricer)
-    turns: list[TranscriptTurn] = []
-    parts_of: dict[str, Part] = {}
-    tool_names: dict[str, str] = {}
-    pending: list[tuple[int, str, str | None]] = []
-    opener, key = -1, ""
-    role_before = None if follows is None else field_of(follows, "role")
-    opening = offset == 0  # a later chunk's first content opens nothing
-    for index, message in enumerate(items, offset):
-        role = message.get("role")
+
+    __slots__ = ()
+
+    fmt = FORMAT
+
+    def initial(self) -> ReaderState:
+        return {"count": 0, "pending": [], "opener": None, "key": None}
+
+    def item(self, index: int, message: Message) -> dict[str, Any]:
+        return read_content(index, message)
+
+    def message(self, state: ReaderState, index: int, item: dict[str, Any], out: Out) -> None:
+        pricer, strict = self.pricer, self.strict
+        role = item.get("role")
         if role not in _ROLES:
             hint = {
                 "system": " (pass the system instruction as system=)",
                 "assistant": " (Gemini's is 'model')",
             }.get(role if isinstance(role, str) else "", "")
             raise fail(FORMAT, index, f"unknown role {shown(role)}{hint}", role=shown(role))
-        parts = message.get("parts")
+        parts = item.get("parts")
         if not isinstance(parts, list | tuple):
             raise fail(FORMAT, index, f"parts must be a list, got {type(parts).__name__}")
-        if strict:
-            if not parts:
-                raise fail(FORMAT, index, "a content must have parts")
-            if opening and role != "user":
-                raise fail(FORMAT, index, "the contents must open with a user content")
-        opening = False
-        turn_id = f"m{index}"
+        if strict and not parts:
+            raise fail(FORMAT, index, "a content must have parts")
+        if strict and index == 0 and role != "user":
+            raise fail(FORMAT, index, "the contents must open with a user content")
         calls = calls_of(index, parts)
         responses = responses_of(index, parts)
+        pending: list[_Call] = state["pending"]
         if strict and pending and (role != "user" or not responses):
-            raise _unanswered(opener, pending)
+            raise _unanswered(state["opener"], pending)
+        turn_id = f"m{index}"
         if role == "model":
             if strict and responses:
                 raise fail(FORMAT, index, "a model content cannot hold function responses")
-            text, cost = render_content(
-                FORMAT, pricer, index, parts, "parts", partial(part_of, pricer, index)
-            )
-            if _is_filler(message):
-                text, cost = "", -pricer.framing
-            if strict:
-                ids = [call_id for _, _, call_id in calls if call_id is not None]
-                if len(set(ids)) != len(ids):
-                    raise fail(FORMAT, index, "two function calls share one id")
-            turn = TranscriptTurn(
-                turn_id,
-                Role.ASSISTANT,
-                text,
-                # a user filler may go before it, a model one after its responses
-                pricer.framing + cost + reserve * (2 if calls else 1),
-                turn_id if calls else None,
-            )
-            turns.append(turn)
-            parts_of[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
-            pending, opener, key = calls, index, turn_id
-            role_before = role
-            continue
+            ids = [call_id for _, _, call_id in calls if call_id is not None]
+            if strict and len(set(ids)) != len(ids):
+                raise fail(FORMAT, index, "two function calls share one id")
+            # a user filler may go before it, a model one after its responses
+            reserve = _reserve(pricer) * (2 if calls else 1)
+            text, cost = _content(pricer, index, item)
+            key = turn_id if calls else None
+            out.whole(TranscriptTurn(turn_id, Role.ASSISTANT, text, cost + reserve, key), index)
+            state["pending"] = [[name, call_id] for _, name, call_id in calls]
+            state["opener"], state["key"] = index, turn_id
+            return
         if strict and calls:
             raise fail(FORMAT, index, "a user content cannot hold function calls")
         if strict and responses:
-            _check_answers(index, opener, pending, responses)
-        answer_key = key if pending else None
-        pending = []
-        role_before = role
+            _check_answers(index, state["opener"], pending, responses)
+        key = state["key"] if pending else None
+        state["pending"] = []
         if not responses:
-            text, cost = render_content(
-                FORMAT, pricer, index, parts, "parts", partial(part_of, pricer, index)
-            )
-            if _is_filler(message):
-                text, cost = "", -pricer.framing
-            turn = TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost)
-            turns.append(turn)
-            parts_of[turn_id] = Part(turn, index, None, maskable=False, siblings=1)
-            continue
-        answered = {position for position, _, _ in responses}
-        rest = [position for position in range(len(parts)) if position not in answered]
-        siblings = len(responses) + (1 if rest else 0)
-        for number, (position, name, _) in enumerate(responses):
-            part_id = turn_id if number == 0 else f"{turn_id}.{position}"
-            text, cost = body_of(pricer, index, parts[position], f"parts[{position}]")
-            framing = pricer.framing if number == 0 else 0
-            turn = TranscriptTurn(part_id, Role.TOOL, text, framing + cost, answer_key)
-            turns.append(turn)
-            parts_of[part_id] = Part(turn, index, position, maskable=True, siblings=siblings)
-            tool_names[part_id] = name
-        if rest:
-            texts: list[str] = []
-            cost = 0
-            for position in rest:
-                text, price = part_of(pricer, index, parts[position], f"parts[{position}]")
-                cost += price
-                if text:
-                    texts.append(text)
-            part_id = f"{turn_id}.{rest[0]}"
-            turn = TranscriptTurn(part_id, Role.USER, joined(texts), cost, answer_key)
-            turns.append(turn)
-            parts_of[part_id] = Part(turn, index, rest[0], maskable=False, siblings=siblings)
-    del role_before
-    if strict and pending:
-        raise _unanswered(opener, pending)
-    sent = read_marks(
-        FORMAT, items, turns, parts_of, tool_names, priority=priority, pin=pin, offset=offset
+            text, cost = _content(pricer, index, item)
+            out.whole(TranscriptTurn(turn_id, Role.USER, text, cost), index)
+            return
+        answers = [
+            Answer(position, *body_of(pricer, index, parts[position], f"parts[{position}]"), name)
+            for position, name, _ in responses
+        ]
+        out.answers(
+            pricer.framing, index, key, answers, parts, "parts", partial(part_of, pricer, index)
+        )
+
+    def finish(self, state: ReaderState) -> None:
+        if self.strict and state["pending"]:
+            raise _unanswered(state["opener"], state["pending"])
+
+
+def _content(pricer: Pricer, index: int, item: dict[str, Any]) -> tuple[str, int]:
+    """Read and price a message as one turn (framing included; a filler costs nothing)."""
+    price = partial(part_of, pricer, index)
+    return framed_content(
+        FORMAT, pricer, index, item["parts"], "parts", price, filler=_is_filler(item)
     )
-    originals = tuple(sent_originals(messages, items, sent))
-    return Scanned(tuple(turns), parts_of, sent, originals)
 
 
-def _unanswered(opener: int, pending: list[tuple[int, str, str | None]]) -> Exception:
-    _, name, call_id = pending[0]
+def _unanswered(opener: int, pending: Sequence[_Call]) -> Exception:
+    name, call_id = pending[0]
     named = name if call_id is None else f"{name} ({call_id})"
     return fail(
         FORMAT,
         opener,
         f"function call {named!r:.60} is not answered by a function_response in the next content",
-        calls=[call[1] for call in pending[:10]],
+        calls=[call[0] for call in pending[:10]],
     )
 
 
 def _check_answers(
     index: int,
     opener: int,
-    calls: list[tuple[int, str, str | None]],
+    calls: Sequence[_Call],
     responses: list[tuple[int, str, str | None]],
 ) -> None:
     """Raise unless ``responses`` answer ``calls`` one to one (same names, same ids)."""
-    open_calls = [(name, call_id) for _, name, call_id in calls]
+    open_calls = [(name, call_id) for name, call_id in calls]
     for position, name, call_id in responses:
         match = next(
             (
@@ -536,4 +489,4 @@ def _check_answers(
             )
         del open_calls[match]
     if open_calls:
-        raise _unanswered(opener, [(0, name, call_id) for name, call_id in open_calls])
+        raise _unanswered(opener, [[name, call_id] for name, call_id in open_calls])

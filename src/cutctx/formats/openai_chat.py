@@ -205,18 +205,9 @@ class _ChatReader(StreamReader[Message]):
     index of the assistant message that made them) and ``key`` (its turn id).
     """
 
-    __slots__ = ("strict",)
+    __slots__ = ()
 
-    def __init__(
-        self,
-        pricer: Pricer,
-        *,
-        strict: bool = True,
-        priority: Callable[[int, dict[str, Any]], int] | None = None,
-        pin: Callable[[int, dict[str, Any]], bool] | None = None,
-    ) -> None:
-        self.strict = strict
-        super().__init__(FORMAT, pricer, priority=priority, pin=pin)
+    fmt = FORMAT
 
     def initial(self) -> ReaderState:
         return {"count": 0, "pending": {}, "opener": None, "key": None}

@@ -253,7 +253,9 @@ class _ResponsesReader(StreamReader[Message]):
     (the group of the current run of calls, or ``None``).
     """
 
-    __slots__ = ("strict", "waiting")
+    __slots__ = ("waiting",)
+
+    fmt = FORMAT
 
     def __init__(
         self,
@@ -263,10 +265,9 @@ class _ResponsesReader(StreamReader[Message]):
         priority: Callable[[int, dict[str, Any]], int] | None = None,
         pin: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> None:
-        self.strict = strict
         # reasoning turns waiting, within one chunk, for the item they precede
         self.waiting: list[tuple[TranscriptTurn, Part]] = []
-        super().__init__(FORMAT, pricer, settled=_settled, priority=priority, pin=pin)
+        super().__init__(pricer, strict=strict, settled=_settled, priority=priority, pin=pin)
 
     def initial(self) -> ReaderState:
         return {"count": 0, "calls": {}, "approvals": {}, "carriers": {}, "batch": None}

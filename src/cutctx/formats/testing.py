@@ -11,7 +11,8 @@ and ``recall`` rely on, over histories you give (valid ones, as your provider ac
   pinned ``SYSTEM`` turns, and never rendered;
 - **rendering**: a view that keeps everything renders the messages sent, the caller's own objects
   for unmarked ones, one price per message; what any view's rendered request counts to
-  (``count_tokens``) is no more than the view's estimate plus ``request_overhead``;
+  (``count_tokens``) is no more than the view's estimate (which holds ``request_overhead`` as
+  the transcript's ``request_tokens``);
 - **summaries**: a summary is rendered with ``summary_text(text)`` (``SUMMARY_LABEL`` first) and
   priced by ``price_summary``;
 - **masking and excerpts**: a masked or excerpted tool result renders its stub or excerpt, and
@@ -227,7 +228,7 @@ def _check_counted(  # noqa: PLR0917 - the checks' one helper
     problem: Callable[[str], None],
 ) -> None:
     counted = fmt.count_tokens(messages, estimator=estimator, system=system)
-    allowed = view.token_estimate() + fmt.request_overhead(estimator)
+    allowed = view.token_estimate()
     if counted > allowed:
         problem(
             f"{what}: the rendered request counts {counted} tokens, over its estimate {allowed}"
@@ -235,11 +236,11 @@ def _check_counted(  # noqa: PLR0917 - the checks' one helper
 
 
 def _tight(transcript: Transcript) -> CompactionBudget:
-    """The smallest budget a transcript can be planned for: its untouchable turns alone."""
+    """The smallest budget a transcript can be planned for: its untouchable part alone."""
     untouchable = sum(
         turn.token_estimate for turn in transcript.turns if turn.pinned or turn.role is Role.SYSTEM
     )
-    return CompactionBudget(untouchable, 0)
+    return CompactionBudget(untouchable + transcript.request_tokens, 0)
 
 
 def _check_summary(  # noqa: PLR0917 - one private call site
@@ -270,7 +271,8 @@ def _check_summary(  # noqa: PLR0917 - one private call site
         tuple(
             t if t is not summary else t.__class__(t.turn_id, t.role, t.content, price)
             for t in done.transcript.turns
-        )
+        ),
+        request_tokens=done.transcript.request_tokens,
     )
     _check_counted(fmt, priced, rendered.messages, system, estimator, "with a summary", problem)
 

@@ -65,7 +65,7 @@ class WindowOptions(TypedDict, total=False):
     """
 
     compact_at: float | int
-    compact_to: float | int
+    compact_to: float | int | None
     keep_first: int
     protected_recent_turns: int
     keep_recent_results: int

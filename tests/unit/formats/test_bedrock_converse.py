@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 from typing import Any, cast
 
 import pytest
@@ -22,7 +23,7 @@ from cutctx import (
     recall,
 )
 from cutctx._core.values import SUMMARY_TURN_ID_PREFIX
-from cutctx.formats import BEDROCK_CONVERSE, resolve
+from cutctx.formats import BEDROCK_CONVERSE, resolve, summary_text
 from cutctx.formats import bedrock_converse as b
 from tests import bedrock_validators as bv
 from tests import provider_sessions as ps
@@ -70,8 +71,8 @@ class TestToTranscript:
     def test_turn_ids_roles_exchange_and_hand_counted_prices(self) -> None:
         transcript, _ = b.to_transcript(agent(), estimator=WORDS)
         turns = transcript.turns
-        assert transcript.turn_ids() == ("system", "m0", "m1", "m2", "m2.1", "m3", "m4")
-        assert [turn.role for turn in turns[1:]] == [
+        assert transcript.turn_ids() == ("m0", "m1", "m2", "m2.1", "m3", "m4")
+        assert [turn.role for turn in turns] == [
             Role.USER,
             Role.ASSISTANT,
             Role.TOOL,
@@ -79,19 +80,28 @@ class TestToTranscript:
             Role.ASSISTANT,
             Role.USER,
         ]
-        assert {turns[2].tool_call_id, turns[3].tool_call_id, turns[4].tool_call_id} == {"m1"}
-        assert turns[0].token_estimate == FILLER  # the head always reserves the opening filler
+        assert {turns[1].tool_call_id, turns[2].tool_call_id, turns[3].tool_call_id} == {"m1"}
         # framing; reasoning text; per use framing, name and the input as one JSON word; filler
-        assert turns[2].token_estimate == 3 + 1 + 2 * (3 + 1 + 1) + FILLER
-        assert turns[3].token_estimate == 3 + 200
-        assert turns[4].token_estimate == 200
-        assert turns[3].metadata["cutctx.tool_name"] == "grep"
+        assert turns[1].token_estimate == 3 + 1 + 2 * (3 + 1 + 1) + FILLER
+        assert turns[2].token_estimate == 3 + 200
+        assert turns[3].token_estimate == 200
+        assert turns[2].metadata["cutctx.tool_name"] == "grep"
 
-    def test_count_tokens_is_the_transcripts_estimate(self) -> None:
+    def test_count_tokens_is_the_transcripts_estimate_and_the_opening_fillers_reserve(
+        self,
+    ) -> None:
         transcript, _ = b.to_transcript(agent(), estimator=WORDS, system="be brief")
+        assert BEDROCK_CONVERSE.request_overhead(WORDS) == transcript.request_tokens == FILLER
         assert b.count_tokens(agent(), estimator=WORDS, system="be brief") == (
             transcript.token_estimate()
         )
+
+    def test_a_summary_alone_counts_its_price_beyond_the_requests_overhead(self) -> None:
+        text = "the build was fixed twice"
+        price = BEDROCK_CONVERSE.price_summary(text, estimator=WORDS)
+        summary = {"role": "user", "content": [{"text": summary_text(text)}]}
+        overhead = BEDROCK_CONVERSE.request_overhead(WORDS)
+        assert b.count_tokens([summary], estimator=WORDS) - overhead == price
 
     @pytest.mark.parametrize(("size", "expected"), [((100, 75), 10), ((3000, 3000), 1590)])
     def test_images_are_priced_as_anthropic_models_price_them(
@@ -125,8 +135,12 @@ class TestToTranscript:
     )
     def test_the_system_is_the_head_turn(self, system: object) -> None:
         transcript, binding = b.to_transcript([user({"text": "x"})], system=system, estimator=WORDS)
-        assert transcript.turns[0].token_estimate == 3 + 2 + FILLER
+        assert transcript.turns[0].token_estimate == 3 + 2
         assert binding.system is system
+
+    def test_there_is_no_head_turn_without_a_system(self) -> None:
+        transcript, _ = b.to_transcript([user({"text": "x"})])
+        assert transcript.turn_ids() == ("m0",)
 
 
 class TestFromTranscript:
@@ -149,7 +163,7 @@ class TestFromTranscript:
     def test_a_leading_assistant_gets_a_free_user_filler(self) -> None:
         history = [user({"text": "a"}), assistant({"text": "b"}), user({"text": "c"})]
         transcript, binding = b.to_transcript(history)
-        rendered = BEDROCK_CONVERSE.render(Transcript(transcript.turns[2:]), binding)
+        rendered = BEDROCK_CONVERSE.render(Transcript(transcript.turns[1:]), binding)
         assert rendered.messages == [user({"text": b.FILLER_TEXT}), history[1], history[2]]
         assert rendered.costs[0] == 0
 
@@ -184,7 +198,7 @@ class TestFromTranscript:
         history = agent()
         transcript, binding = b.to_transcript(history)
         summary = TranscriptTurn(f"{SUMMARY_TURN_ID_PREFIX}x", Role.USER, "earlier work", 9)
-        out = b.from_transcript(Transcript((*transcript.turns[:5], summary)), binding)
+        out = b.from_transcript(Transcript((*transcript.turns[:4], summary)), binding)
         assert out[2]["content"][-1]["text"].endswith("earlier work")
         assert bv.bedrock_problems(out, history) == []
 
@@ -293,6 +307,25 @@ HOSTILE: dict[str, tuple[Any, int | None, str]] = {
         "success or error",
     ),
 }
+
+
+class TestReader:
+    def test_answers_in_the_next_chunk_are_read_as_in_the_whole_history(self) -> None:
+        whole = BEDROCK_CONVERSE.reader(estimator=WORDS).read(agent(), final=True)
+        first = BEDROCK_CONVERSE.reader(estimator=WORDS)
+        head = first.read(agent()[:2])
+        rest = BEDROCK_CONVERSE.reader(estimator=WORDS)
+        rest.setstate(json.loads(json.dumps(first.getstate())))
+        tail = rest.read(agent()[2:], final=True)
+        assert (*head.turns, *tail.turns) == whole.turns
+        assert {**head.parts, **tail.parts} == dict(whole.parts)
+
+    def test_a_call_cut_off_from_its_answer_by_a_chunk_is_refused(self) -> None:
+        reader = BEDROCK_CONVERSE.reader()
+        reader.read(agent()[:2])
+        with pytest.raises(ValidationError, match="has no toolResult") as caught:
+            reader.read([user({"text": "no answer"})], final=True)
+        assert caught.value.details["index"] == 1
 
 
 class TestHostileInput:

@@ -303,8 +303,8 @@ class TestFromTranscript:
             False,
             True,
         ]
-        overhead = openai_chat.count_tokens([], estimator=WORDS)  # the request's own tokens
-        assert lc.count_tokens(out, estimator=WORDS) == view.transcript.token_estimate() + overhead
+        # The view holds the request's own tokens (its request_tokens).
+        assert lc.count_tokens(out, estimator=WORDS) == view.transcript.token_estimate()
 
     def test_a_summary_is_a_labelled_human_message(self) -> None:
         messages = weather()

@@ -172,7 +172,7 @@ class TestFromTranscript:
     def test_a_masked_result_keeps_its_ids_and_only_its_body_changes(self) -> None:
         transcript, binding = openai_chat.to_transcript(WEATHER, estimator=WORDS)
         policy = ObservationMaskingPolicy(0, estimator=WORDS)
-        plan = policy.decide(transcript, CompactionBudget(max_tokens=141, protected_recent_turns=0))
+        plan = policy.decide(transcript, CompactionBudget(max_tokens=144, protected_recent_turns=0))
         view = CompactionExecutor().apply(transcript, plan)
         out = openai_chat.from_transcript(view, binding)
         assert view.report.masked_turn_ids == ("m3", "m4")
@@ -442,7 +442,8 @@ class TestCountTokens:
         ]
         assert [turn.token_estimate for turn in transcript.turns] == alone
         whole = openai_chat.count_tokens(WEATHER, estimator=CL100K)
-        assert whole == transcript.token_estimate() + REPLY_PRIMING_TOKENS
+        assert transcript.request_tokens == REPLY_PRIMING_TOKENS  # the reply's priming
+        assert whole == transcript.token_estimate() == sum(alone) + REPLY_PRIMING_TOKENS
 
     def test_a_masked_result_costs_its_stubs_estimate(self) -> None:
         """The role of a tool message is priced with its call, so a masked one costs exactly
@@ -455,9 +456,7 @@ class TestCountTokens:
         view = CompactionExecutor().apply(transcript, plan)
         out = openai_chat.from_transcript(view, binding)
         assert view.report.masked_turn_ids == ("m3",)
-        assert openai_chat.count_tokens(out, estimator=CL100K) == (
-            plan.tokens_after_estimate + REPLY_PRIMING_TOKENS
-        )
+        assert openai_chat.count_tokens(out, estimator=CL100K) == plan.tokens_after_estimate
 
     def test_the_character_default_prices_as_before(self) -> None:
         transcript, _ = openai_chat.to_transcript(WEATHER, system="Be brief, please.")
@@ -502,7 +501,8 @@ class TestReusedCallIds:
         messages = reused_ids()
         transcript, binding = openai_chat.to_transcript(messages, estimator=WORDS)
         policy = ObservationMaskingPolicy(0, estimator=WORDS)
-        plan = policy.decide(transcript, CompactionBudget(max_tokens=1, protected_recent_turns=0))
+        tight = CompactionBudget(max_tokens=transcript.request_tokens, protected_recent_turns=0)
+        plan = policy.decide(transcript, tight)
         view = CompactionExecutor().apply(transcript, plan)
         out = openai_chat.from_transcript(view, binding)
         assert view.report.masked_turn_ids == ("m2", "m3", "m6", "m7", "m10", "m11")

@@ -8,7 +8,16 @@ from typing import Any
 import pytest
 from baseaicore import ValidationError
 
-from cutctx.formats import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, Format, Rendered, Scanned
+from cutctx.formats import (
+    ANTHROPIC,
+    BEDROCK_CONVERSE,
+    GEMINI,
+    OPENAI_CHAT,
+    OPENAI_RESPONSES,
+    Format,
+    Rendered,
+    Scanned,
+)
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
 CHAT: list[dict[str, Any]] = [
@@ -53,7 +62,9 @@ class TestReader:
         rest = again.read(CHAT[2:], final=True)
         assert (*first.turns, *rest.turns) == OPENAI_CHAT.reader().read(CHAT, final=True).turns
 
-    @pytest.mark.parametrize("fmt", [OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC])
+    @pytest.mark.parametrize(
+        "fmt", [OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI, BEDROCK_CONVERSE]
+    )
     @pytest.mark.parametrize("state", [None, [], {"count": -1}, {"count": True}, {"count": 0}])
     def test_a_value_that_is_not_its_state_is_refused(self, fmt: Format[Any], state: Any) -> None:
         with pytest.raises(ValidationError, match="not a reader state"):

@@ -9,10 +9,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cutctx.formats import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, Format, Reader, Rendered
+from cutctx.formats import (
+    ANTHROPIC,
+    BEDROCK_CONVERSE,
+    GEMINI,
+    OPENAI_CHAT,
+    OPENAI_RESPONSES,
+    Format,
+    Reader,
+    Rendered,
+)
 from cutctx.formats.langchain import LANGCHAIN
 from cutctx.formats.pydantic_ai import PYDANTIC_AI
 from cutctx.formats.testing import FormatCheckFailed, check_format
+from tests import bedrock_strategies, gemini_strategies
 from tests import format_strategies as fs
 from tests import framework_strategies as frs
 from tests.property.test_formats import CL100K
@@ -121,6 +131,8 @@ class TestCheckFormat:
             (ANTHROPIC, fs.anthropic_conversations(), [{"type": "text", "text": "Be brief."}]),
             (LANGCHAIN, frs.langchain_conversations(), "Be brief."),
             (PYDANTIC_AI, frs.pydantic_ai_conversations(), "Be brief."),
+            (GEMINI, gemini_strategies.gemini_histories(), "Be brief."),
+            (BEDROCK_CONVERSE, bedrock_strategies.bedrock_histories(), [{"text": "Be brief."}]),
         ],
     )
     @given(data=st.data())

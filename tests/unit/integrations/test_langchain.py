@@ -10,7 +10,6 @@ import pytest
 from baseaicore import ValidationError, sha256_of
 from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRequest, dynamic_prompt
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -29,6 +28,7 @@ from cutctx.formats.langchain import LANGCHAIN, count_tokens
 from cutctx.integrations.langchain import STATE_KEY, ContextWindowMiddleware
 from tests.format_validators import chat_problems
 from tests.framework_oracles import run_async
+from tests.tool_models import ScriptedToolModel
 from tests.unit.integrations.helpers import (
     ANSWER,
     CHANGING_CALLS,
@@ -49,15 +49,12 @@ from tests.unit.integrations.helpers import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
 
     from langchain_core.callbacks import (
         AsyncCallbackManagerForLLMRun,
         CallbackManagerForLLMRun,
     )
-    from langchain_core.language_models import LanguageModelInput
-    from langchain_core.runnables import Runnable
-    from langchain_core.tools import BaseTool
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.graph.state import CompiledStateGraph
 
@@ -68,7 +65,7 @@ def sh(step: int) -> str:
     return output(step)
 
 
-class ScriptedChatModel(BaseChatModel):
+class ScriptedChatModel(ScriptedToolModel):
     """A chat model that calls ``sh`` ``steps`` times, then answers; it records every request.
 
     Its next step is read from the request's last message (the result it answers), so a resumed
@@ -78,20 +75,6 @@ class ScriptedChatModel(BaseChatModel):
     steps: int = STEPS
     fail_at: int | None = None
     requests: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: str | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        del tools, tool_choice, kwargs
-        return self  # it only ever returns AIMessages
 
     def _generate(
         self,

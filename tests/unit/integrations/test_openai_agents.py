@@ -313,7 +313,8 @@ def prompt_run(*, changing: bool) -> tuple[ScriptedModel, ContextWindowFilter]:
     def instructions(context: Any, agent: Any) -> str:
         del context, agent
         number = next(calls)
-        return f"{SYSTEM} Call {number}." if changing else SYSTEM
+        # The fixed run's instructions are as long: only their change is under test.
+        return f"{SYSTEM} Call {number:02d}." if changing else f"{SYSTEM} Call 00."
 
     window = ContextWindowFilter(MAX_TOKENS, keep_first=1)
     scripted = ScriptedModel(
@@ -342,7 +343,7 @@ class TestContextWindowFilterChangingPrompt:
         changing, window = prompt_run(changing=True)
         fixed, _ = prompt_run(changing=False)
         assert len(changing.calls) == CHANGING_CALLS
-        assert changing.calls[1].system_instructions == f"{SYSTEM} Call 2."
+        assert changing.calls[1].system_instructions == f"{SYSTEM} Call 02."
         assert window.window.system == f"{SYSTEM} Call {CHANGING_CALLS}."
         assert (window.stats.requests, window.stats.resets) == (CHANGING_CALLS, 0)
         assert window.stats.compactions >= 2

@@ -377,7 +377,8 @@ def prompt_run(*, changing: bool) -> tuple[Scripted, ContextWindowProcessor]:
     @made.instructions
     def instructions() -> str:
         number = next(calls)
-        return f"{SYSTEM} Call {number}." if changing else SYSTEM
+        # The fixed run's instructions are as long: only their change is under test.
+        return f"{SYSTEM} Call {number:02d}." if changing else f"{SYSTEM} Call 00."
 
     @made.tool_plain
     def sh(step: int) -> str:
