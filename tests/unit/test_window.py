@@ -639,35 +639,6 @@ class TestShapes:
         assert request == [task, *small]
         assert openai_chat.count_tokens(request, estimator=CL100K) <= 300
 
-    def test_a_small_window_brings_back_an_exchange_it_dropped_when_only_that_fits(self) -> None:
-        # Found by the small-window property: a cut kept a big protected exchange and dropped
-        # the small one before it; the next cut dropped the big one too and sent the task and
-        # the new tail alone, though the small exchange dropped earlier fit beside them.
-        def exchange(call_id: str, said: str, result: str) -> list[dict[str, Any]]:
-            call = {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
-            return [
-                {"role": "assistant", "content": said, "tool_calls": [call]},
-                {"role": "tool", "tool_call_id": call_id, "content": result},
-            ]
-
-        task = {"role": "user", "content": "Fix the build. " * 12}
-        small, big = exchange("c0", "read " * 190, "ok"), exchange("c1", "word " * 790, "ok")
-        window = ContextWindow(
-            "openai_chat",
-            estimator=CL100K,
-            max_tokens=1000,
-            compact_at=800,
-            compact_to=400,
-            keep_first=1,
-            protected_recent_turns=2,
-            keep_recent_results=0,
-        )
-        assert window.prepare([task, *small, *big]) == [task, *big]  # the small one: no room
-        later = exchange("c2", "word " * 290, "ok")
-        request = window.prepare([task, *small, *big, *later])
-        assert request == [task, *small, *later]
-        assert openai_chat.count_tokens(request, estimator=CL100K) <= 1000
-
     def test_the_window_reports_its_settings(self) -> None:
         window = ContextWindow("anthropic", max_tokens=1000, system="Be brief.")
         assert (window.format, window.system) == ("anthropic", "Be brief.")

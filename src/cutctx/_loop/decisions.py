@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from baseaicore import ValidationError
 
 from cutctx._core.executor import CompactionExecutor
-from cutctx._core.invariants import layout
 from cutctx._core.metadata import SUMMARY_GROUP_METADATA
 from cutctx._core.values import (
     SUMMARY_TURN_ID_PREFIX,
@@ -113,34 +112,6 @@ class Decisions:
             return False
         del self.actions[count:]
         return True
-
-    def revived(self, turns: Sequence[TranscriptTurn], settings: Settings) -> Decisions | None:
-        """Return these decisions with every dropped exchange of ``turns`` kept again, or None.
-
-        An exchange comes back only whole: each of its turns dropped (not folded into a summary
-        the request holds) and no tool result over the result cap (its excerpt was decided when
-        it arrived and is gone). None when no exchange comes back.
-        """
-        units = layout(Transcript(tuple(turns)), CompactionBudget(settings.max_tokens)).units
-        actions, cap, drop = list(self.actions), settings.cap, Action.DROP
-        back = False
-        for index in range(len(turns)):
-            if units.unit_of[index] != index:
-                continue
-            members = range(index, units.unit_last[index] + 1)
-            if all(
-                actions[member] is drop
-                and not (
-                    cap is not None
-                    and turns[member].role is Role.TOOL
-                    and turns[member].token_estimate > cap
-                )
-                for member in members
-            ):
-                for member in members:
-                    actions[member] = Action.KEEP
-                back = True
-        return Decisions(actions, dict(self.stubs), dict(self.summaries)) if back else None
 
     def fold(
         self,

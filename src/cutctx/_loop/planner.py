@@ -19,7 +19,7 @@ from baseaicore import ValidationError
 
 from cutctx._core.errors import BudgetUnsatisfiable
 from cutctx._core.executor import CompactionExecutor
-from cutctx._core.invariants import layout
+from cutctx._core.invariants import Units, layout
 from cutctx._core.plan import CompactionPlan
 from cutctx._core.values import (
     SUMMARY_TURN_ID_PREFIX,
@@ -54,15 +54,12 @@ type Stages = tuple[tuple[Transcript, CompactionPlan], ...]
 class Pending:
     """A compaction planned over the current request, waiting for its summaries.
 
-    No ``stages``: nothing is to be cut (a small window whose request still fits). ``bare``:
-    the request it makes holds nothing but untouchable turns, and no plan over the current
-    request keeps more (the step may look again with earlier dropped exchanges brought back).
+    No ``stages``: nothing is to be cut (a small window whose request still fits).
     """
 
     stages: Stages
     calls: tuple[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]], ...]
     policy: CompactionPolicy
-    bare: bool = False
 
     def fulfil(self, summarize: Summarize | None) -> dict[str, str]:
         """Return each request's summary, from a synchronous ``summarize`` (see ``fulfil``)."""
@@ -186,10 +183,8 @@ class Planner:
         if not made:  # the policy itself found the budget unsatisfiable, every time
             assert refused is not None  # noqa: S101 - the loop ran at least once
             raise refused
-        bare = _bare(made, hard)
-        if bare:
+        if _bare(made, hard):
             made = self._fuller(made, stages, transcripts, top, hard)
-            bare = _bare(made, hard, current)
         plan = made[-1][1]
         if plan.tokens_after_estimate > settings.max_tokens:
             kept = [
@@ -204,7 +199,7 @@ class Planner:
                 ledger,
                 "untouchable messages and the exchanges they hold",
             )
-        return Pending(made, self._calls(made), policy, bare)
+        return Pending(made, self._calls(made), policy)
 
     def _fuller(
         self,
@@ -278,6 +273,24 @@ class Planner:
                     )
                 calls.append((request, turns))
         return tuple(calls)
+
+    @property
+    def top(self) -> int:
+        """What a request may hold when more than its untouchable turns fit.
+
+        That is ``max_tokens`` less a new summary's headroom.
+        """
+        return self._settings.max_tokens - self._headroom
+
+    def units(self, turns: Sequence[TranscriptTurn]) -> Units:
+        """Return the exchanges of ``turns`` under the window's protected tail."""
+        hard = CompactionBudget(self._settings.max_tokens, self._settings.protected)
+        return layout(Transcript(tuple(turns)), hard).units
+
+    def bare(self, view: Sequence[TranscriptTurn]) -> bool:
+        """Whether ``view`` holds nothing but untouchable turns (and the exchanges they hold)."""
+        units = self.units(view)
+        return all(units.locked[unit] for unit in units.unit_of)
 
     def merged(self, view: Sequence[TranscriptTurn], ledger: Ledger) -> list[int]:
         """Return the held turns of lone user messages the format would merge behind another.

@@ -99,29 +99,7 @@ class Step:
         if read is not None:
             self.hold(history, read, excerpts)
         current = Transcript(tuple(self.current()))
-        pending = self.planner.plan(current, self.planner.policy_for(current), ledger)
-        return self.revive(pending) if pending.bare else pending
-
-    def revive(self, pending: Pending) -> Pending:
-        """Plan again with the exchanges dropped before brought back, if that keeps more.
-
-        A request that would hold only its untouchable turns (a small window whose newest
-        exchanges are too big) is planned once more over the view with every earlier dropped
-        exchange (whole, none a result the cap would excerpt) kept again; that plan is taken
-        when it sends more than the untouchable turns.
-        """
-        state = self.state
-        revived = state.decisions.revived(state.ledger.turns, self.settings)
-        if revived is None:
-            return pending
-        decisions, view = state.decisions, state.view
-        state.decisions, state.view = revived, None
-        current = Transcript(tuple(self.current()))
-        again = self.planner.plan(current, pending.policy, state.ledger)
-        if again.bare:
-            state.decisions, state.view = decisions, view
-            return pending
-        return again
+        return self.planner.plan(current, self.planner.policy_for(current), ledger)
 
     def complete(self, pending: Pending, texts: dict[str, str]) -> None:
         """Fold the compaction into the decisions, make the view and render the request."""
@@ -132,6 +110,7 @@ class Step:
             return
         ledger = state.ledger
         estimator = self.settings.estimator
+        before = state.decisions
         decisions = state.decisions.fold(
             pending.stages,
             texts,
@@ -143,9 +122,12 @@ class Step:
         plan, report = self.adopt(decisions, pending.policy)
         dropped = self.planner.merged(self.current(), ledger)
         if dropped:  # lone user messages a removal left behind another: dropped too
+            kept = decisions.copy()
             for index in dropped:
                 decisions.actions[index] = Action.DROP
             plan, report = self.adopt(decisions, pending.policy)
+            if self.planner.bare(self.current()):
+                plan, report = self.unmerge(kept, before, dropped, pending.policy, (plan, report))
         tokens = self.tokens()
         if tokens > self.settings.max_tokens:
             raise ValidationError(
@@ -156,6 +138,41 @@ class Step:
         state.request.tokens = tokens
         self.render(self.previous(), compacted=True)
         self.record(plan, report)
+
+    def unmerge(
+        self,
+        decisions: Decisions,
+        before: Decisions,
+        lone: Sequence[int],
+        policy: CompactionPolicy,
+        made: tuple[CompactionPlan, CompactionReport],
+    ) -> tuple[CompactionPlan, CompactionReport]:
+        """Keep the lone user messages, and the exchange this cut dropped before each, if it fits.
+
+        Dropping the lone messages left only the untouchable turns; keeping the exchange that
+        separated each from the message before it (so nothing merges) is taken when this step
+        dropped it (a message a request lost never comes back), the request still fits under
+        ``max_tokens`` (less a new summary's headroom) and nothing merges; else ``made`` stands.
+        """
+        state = self.state
+        actions, held = decisions.actions, before.actions
+        units = self.planner.units(state.ledger.turns)
+        for index in lone:
+            last = index - 1
+            if last < 0 or actions[last] is not Action.DROP:
+                continue
+            members = range(units.unit_of[last], units.unit_last[units.unit_of[last]] + 1)
+            if all(member < len(held) and held[member] is not Action.DROP for member in members):
+                for member in members:
+                    actions[member] = Action.KEEP
+        chosen, view = state.decisions, state.view
+        plan, report = self.adopt(decisions, policy)
+        if self.tokens() <= self.planner.top and not self.planner.merged(
+            self.current(), state.ledger
+        ):
+            return plan, report
+        state.decisions, state.view = chosen, view
+        return made
 
     def emit(self) -> list[Any]:
         """Return a fresh list of the request, with the format's cache marker if asked."""
