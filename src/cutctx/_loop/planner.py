@@ -341,7 +341,8 @@ def _bare(made: Stages, hard: CompactionBudget, read: Transcript | None = None) 
     it is sent. The request is judged as it will be read: the turns neither dropped nor
     summarized, as ``read`` has them (the stages' own transcript by default; the one before any
     turn was pinned for them), laid out again, so what the tail protects is counted from the
-    request's own end.
+    request's own end; a turn in an exchange with an untouchable one counts with it (it cannot
+    go without it).
     """
     transcript, plan = made[-1]
     removed = {
@@ -353,7 +354,8 @@ def _bare(made: Stages, hard: CompactionBudget, read: Transcript | None = None) 
         return False
     source = transcript if read is None else read
     kept = tuple(turn for turn in source.turns if turn.turn_id not in removed)
-    return all(layout(Transcript(kept), hard).untouchable)
+    units = layout(Transcript(kept), hard).units
+    return all(units.locked[unit] for unit in units.unit_of)
 
 
 def _newest_fitting_pinned(
