@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 __all__ = ["Step", "digest_of", "named"]
 
 
+_AS_SENT = (Action.KEEP, Action.MASK, Action.EXCERPT)
+"""The actions a turn the request before held may be given back with (not a summary's)."""
+
+
 def named(policy: object) -> str:
     """Return how a state names ``policy``: ``name@version``."""
     return f"{getattr(policy, 'name', '?')}@{getattr(policy, 'version', '?')}"
@@ -162,9 +166,11 @@ class Step:
             if last < 0 or actions[last] is not Action.DROP:
                 continue
             members = range(units.unit_of[last], units.unit_last[units.unit_of[last]] + 1)
-            if all(member < len(held) and held[member] is not Action.DROP for member in members):
-                for member in members:
-                    actions[member] = Action.KEEP
+            if all(member < len(held) and held[member] in _AS_SENT for member in members):
+                for member in members:  # as the request before sent it: kept, masked, excerpted
+                    actions[member] = held[member]
+                    if member in before.stubs:
+                        decisions.stubs[member] = before.stubs[member]
         chosen, view = state.decisions, state.view
         plan, report = self.adopt(decisions, policy)
         if self.tokens() <= self.planner.top and not self.planner.merged(
