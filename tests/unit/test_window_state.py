@@ -9,6 +9,7 @@ import datetime
 import json
 import math
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -35,6 +36,13 @@ if TYPE_CHECKING:
     from cutctx.formats import Binding, Rendered
 
 SETTINGS: dict[str, Any] = {"max_tokens": 3000, "keep_first": 1}
+STATES = Path(__file__).resolve().parent.parent / "states"
+
+
+def summarize(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+    """A deterministic summarizer: what the version 3 state was made with."""
+    del turns
+    return f"summary of {len(request.turn_ids)} turns"
 
 
 def histories(steps: int = 60) -> list[list[dict[str, Any]]]:
@@ -202,6 +210,41 @@ class TestWindowState:
             reordered = json.loads(json.dumps(history, sort_keys=True))
             assert restored.prepare(reordered) == live.prepare(history)
             restored = ContextWindow.from_state(json.loads(json.dumps(restored.state())))
+        assert restored.stats == live.stats
+        assert restored.stats.resets == 0
+
+    def test_the_dropped_turns_are_saved_as_runs(self) -> None:
+        """A long session's dropped turns cost a run each in the state, not an id each."""
+        window = ContextWindow("openai_chat", **SETTINGS)
+        for history in histories(60):
+            window.prepare(history)
+        dropped = window.state()["decisions"]["dropped"]
+        assert sum(length for _, length in dropped) > 4 * len(dropped) > 0
+        restored = ContextWindow.from_state(json.loads(json.dumps(window.state())))
+        longer = list(session("openai_chat", 62))
+        assert restored.prepare(longer[-1]) == window.prepare(longer[-1])
+        assert restored.state() == window.state()
+
+    @pytest.mark.parametrize("saved", ["dropped", "groups"])
+    def test_a_state_of_version_3_restores_and_continues(self, saved: str) -> None:
+        """A state written by the release before runs (tests/states/version3.json, made by
+        ``state()`` at that release: one id per dropped turn and per summary member) restores
+        and sends the requests the uninterrupted window sends."""
+        recorded = json.loads(STATES.joinpath("version3.json").read_text())[saved]
+        state, steps = recorded["state"], recorded["steps"]
+        assert state["cutctx_window"] == 3
+        assert state["decisions"][saved]
+        kwargs: dict[str, Any] = {"summarize": summarize} if saved == "groups" else {}
+        live = ContextWindow("openai_chat", **SETTINGS, **kwargs)
+        history = list(session("openai_chat", steps + 8))
+        for step in history[:steps]:
+            live.prepare(step)
+        restored = ContextWindow.from_state(state, **kwargs)
+        assert restored.state() == state
+        for step in history[steps:]:
+            assert restored.prepare(step) == live.prepare(step)
+            restored = ContextWindow.from_state(json.loads(json.dumps(restored.state())), **kwargs)
+        assert restored.state()["cutctx_window"] == 4
         assert restored.stats == live.stats
         assert restored.stats.resets == 0
 

@@ -1,7 +1,9 @@
 """A window's state as plain JSON data, and back: ``encode`` and ``decode`` of a ``WindowState``.
 
 The state carries the settings (as given), what the window has seen (how many messages and
-their fingerprint, not the messages), each held turn's price, the decisions (by turn id), the
+their fingerprint, not the messages), each held turn's price, the decisions (by turn id; the
+dropped turns and a summary's members as runs, ``[first turn id, how many turns]`` in the
+order the window holds them, so a long session's state stays small), the
 last request as a recipe (``i``: the history's message ``i`` as it is; ``["unmarked", i]``: that
 message without its ``sticky``/``priority`` keys; an object: a message the window made) with
 each message's short digest, the stats, the calibration, what the estimator counts of a probe
@@ -30,14 +32,20 @@ from cutctx._policies.draft import estimator_marks
 from cutctx.formats import resolve
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
+    from cutctx._core.values import TranscriptTurn
     from cutctx._loop.settings import Observation, Pin, Priority, Summarize
     from cutctx._loop.state import WindowState
     from cutctx.formats import Format
 
 __all__ = ["PROBES", "Decoded", "check_policy", "decode", "encode", "probe_of", "seal"]
 
-STATE_VERSION: Final = 3
+STATE_VERSION: Final = 4
+# Version 3 wrote the dropped turns and a summary's members one id each (``"dropped"`` and a
+# group's ``"turn_ids"``); such a state is read as runs of one turn.
+_READABLE: Final = frozenset({3, STATE_VERSION})
 _CALLABLES: Final = ("summarize", "priority", "pin", "observation")
 # What an estimator counts of these texts rides on the state: a restore under an estimator
 # that counts otherwise (another tokenizer, another per-message cost) is refused.
@@ -151,12 +159,12 @@ def _decisions_of(state: WindowState) -> dict[str, Any]:
             for index, stub in sorted(stubs.items())
             if actions[index] is Action.EXCERPT
         ],
-        "dropped": [
-            turns[index].turn_id for index, action in enumerate(actions) if action is Action.DROP
-        ],
+        "dropped": _runs(
+            [index for index, action in enumerate(actions) if action is Action.DROP], turns
+        ),
         "groups": [
             {
-                "turn_ids": [turns[member].turn_id for member in summary.members],
+                "runs": _runs(summary.members, turns),
                 "target_tokens": summary.target_tokens,
                 "prompt_id": summary.prompt_id,
                 "text": summary.text,
@@ -165,6 +173,19 @@ def _decisions_of(state: WindowState) -> dict[str, Any]:
             for summary in decisions.summaries.values()
         ],
     }
+
+
+def _runs(indices: Sequence[int], turns: Sequence[TranscriptTurn]) -> list[list[Any]]:
+    """Return ascending turn ``indices`` as runs: ``[first turn id, how many turns]``."""
+    runs: list[list[Any]] = []
+    end = -1
+    for index in indices:
+        if index == end:
+            runs[-1][1] += 1
+        else:
+            runs.append([turns[index].turn_id, 1])
+        end = index + 1
+    return runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +268,7 @@ def _loaded(state: object) -> dict[str, Any]:
             state = json.loads(state)
         except ValueError:
             state = None
-    if not isinstance(state, dict) or state.get("cutctx_window") != STATE_VERSION:
+    if not isinstance(state, dict) or state.get("cutctx_window") not in _READABLE:
         raise ValidationError(
             "ContextWindow.from_state: not a window state (or of another version)",
             details={"field": "state"},
@@ -376,6 +397,8 @@ def _saved(data: dict[str, Any], calibration: Calibration) -> Saved:
         "groups",
     }:
         raise _unfit("decisions")
+    if data["cutctx_window"] == 3:  # one id each: runs of one turn
+        decisions = _runs_of_one(decisions)
     return Saved(
         data,
         count,
@@ -392,6 +415,21 @@ def _saved(data: dict[str, Any], calibration: Calibration) -> Saved:
         last,
         reading,
     )
+
+
+def _runs_of_one(decisions: dict[str, Any]) -> dict[str, Any]:
+    """Return version 3's decisions (a turn id each) in the runs of the current version."""
+    return {
+        **decisions,
+        "dropped": [[turn_id, 1] for turn_id in decisions["dropped"]],
+        "groups": [
+            {
+                **{key: value for key, value in group.items() if key != "turn_ids"},
+                "runs": [[turn_id, 1] for turn_id in group["turn_ids"]],
+            }
+            for group in decisions["groups"]
+        ],
+    }
 
 
 def _reading(value: object, count: int) -> Reading | None:

@@ -369,7 +369,7 @@ class Step:
         state.ledger.warm(history)
         saved = state.saved
         assert saved is not None  # noqa: S101 - a cold ledger has its state pending
-        state.decisions = decisions_of(saved, state.ledger.index_of, len(state.ledger.turns))
+        state.decisions = decisions_of(saved, state.ledger.turns, state.ledger.index_of)
         state.saved, state.view = None, None
 
     def resume(self, history: Sequence[Any]) -> None:
@@ -443,12 +443,15 @@ def _resolved(recipe: Sequence[Any], history: Sequence[Any]) -> list[Any]:
     return out
 
 
-def decisions_of(saved: Saved, index_of: dict[str, int], count: int) -> Decisions:
-    """Rebuild the saved decisions over the ledger's turns (``index_of``, ``count`` turns).
+def decisions_of(
+    saved: Saved, turns: Sequence[TranscriptTurn], index_of: dict[str, int]
+) -> Decisions:
+    """Rebuild the saved decisions over the ledger's ``turns`` (``index_of``: by turn id).
 
     Raises:
         ValidationError: if a decision names a turn the history does not have.
     """
+    count = len(turns)
     actions = [Action.KEEP] * count
     stubs: dict[int, TurnReplacement] = {}
     summaries: dict[str, Summary] = {}
@@ -462,13 +465,13 @@ def decisions_of(saved: Saved, index_of: dict[str, int], count: int) -> Decision
             index = index_of[turn_id]
             actions[index] = Action.EXCERPT
             stubs[index] = TurnReplacement(content, estimate)
-        for turn_id in data["dropped"]:
-            actions[index_of[turn_id]] = Action.DROP
+        for index in _indices(data["dropped"], index_of, count):
+            actions[index] = Action.DROP
         for group in data["groups"]:
-            members = tuple(index_of[turn_id] for turn_id in group["turn_ids"])
+            members = tuple(_indices(group["runs"], index_of, count))
             for member in members:
                 actions[member] = Action.SUMMARIZE
-            key = group_id_for(list(group["turn_ids"]))
+            key = group_id_for([turns[member].turn_id for member in members])
             summaries[key] = Summary(
                 members, group["target_tokens"], group["prompt_id"], group["text"], group["cost"]
             )
@@ -479,3 +482,21 @@ def decisions_of(saved: Saved, index_of: dict[str, int], count: int) -> Decision
             details={"field": "state"},
         ) from None
     return Decisions(actions, stubs, summaries)
+
+
+def _indices(runs: object, index_of: dict[str, int], count: int) -> list[int]:
+    """Return the turn indices of saved ``runs`` (``[first turn id, how many turns]`` each).
+
+    Raises:
+        ValueError: for a run that is not one, or that runs past the ``count`` turns held.
+    """
+    if not isinstance(runs, list):
+        raise TypeError("runs must be a list")
+    indices: list[int] = []
+    for run in runs:
+        first, length = run
+        start = index_of[first]
+        if type(length) is not int or length < 1 or start + length > count:
+            raise ValueError(f"the run {run!r:.40} is not in the history")
+        indices.extend(range(start, start + length))
+    return indices
