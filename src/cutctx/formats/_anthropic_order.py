@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from cutctx.formats._anthropic_blocks import FORMAT as _FORMAT  # the name its errors give
 from cutctx.formats._common import fail, is_empty
+from cutctx.formats._ids import first_use, with_ids
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -153,15 +154,21 @@ def check_order(
         raise fail(_FORMAT, index, f"a {role} message must have content")
 
 
-def check_unique(index: int, ids: Mapping[str, list[str]], seen: dict[str, int]) -> None:
-    """Raise for a tool use id that an earlier message (or block) already used."""
+def check_unique(index: int, ids: Mapping[str, list[str]], seen: str) -> str:
+    """Raise for a tool use id an earlier message (or block) already used.
+
+    Return ``seen`` (the log of the ids used so far, ``formats._ids``) with this message's.
+    """
+    mine: dict[str, None] = {}
     for call_id in (call_id for group in ids.values() for call_id in group):
-        if call_id in seen:
+        first = index if call_id in mine else first_use(seen, call_id)
+        if first is not None:
             raise fail(
                 _FORMAT,
                 index,
                 f"the tool use id {call_id!r:.60} is used by two calls",
                 tool_use_id=call_id,
-                first_index=seen[call_id],
+                first_index=first,
             )
-        seen[call_id] = index
+        mine[call_id] = None
+    return with_ids(seen, mine, index)

@@ -54,6 +54,7 @@ from cutctx.formats._common import (
     text_field,
 )
 from cutctx.formats._format import Format, Rendered
+from cutctx.formats._ids import NO_IDS, taken_ids
 from cutctx.formats._images import (
     ANTHROPIC_IMAGE_MAX_TOKENS,
     ANTHROPIC_IMAGE_PIXELS_PER_TOKEN,
@@ -327,8 +328,11 @@ class _AnthropicReader(StreamReader[Message]):
             "pending": {},
             "opener": None,
             "key": None,
-            "seen": {},
+            "seen": NO_IDS,
         }
+
+    def taken(self, state: ReaderState) -> ReaderState:
+        return taken_ids(FORMAT, state)
 
     def message(self, state: ReaderState, index: int, item: dict[str, Any], out: Out) -> None:
         pricer, strict = self.pricer, self.strict
@@ -345,7 +349,7 @@ class _AnthropicReader(StreamReader[Message]):
         if role == "assistant":
             text, cost, ids, flags = _assistant(pricer, index, content, strict=strict)
             if strict:
-                check_unique(index, ids, state["seen"])
+                state["seen"] = check_unique(index, ids, state["seen"])
             if flags:  # thinking or compaction: a filler may have to go before it
                 reserve = _reserve(pricer)
                 cost += reserve

@@ -57,6 +57,7 @@ from cutctx.formats._common import (
     text_field,
 )
 from cutctx.formats._format import Format, Rendered
+from cutctx.formats._ids import NO_IDS, first_use, taken_ids, with_ids
 from cutctx.formats._plain import plain
 from cutctx.formats._reader import Answer, Out, Reader, ReaderState, StreamReader
 
@@ -376,9 +377,12 @@ class _ConverseReader(StreamReader[Message]):
             "pending": {},
             "opener": None,
             "key": None,
-            "seen": {},
+            "seen": NO_IDS,
             "points": 0,
         }
+
+    def taken(self, state: ReaderState) -> ReaderState:
+        return taken_ids(FORMAT, state)
 
     def message(self, state: ReaderState, index: int, item: dict[str, Any], out: Out) -> None:
         pricer, strict = self.pricer, self.strict
@@ -402,12 +406,15 @@ class _ConverseReader(StreamReader[Message]):
             for position, kind in enumerate(kinds):
                 if kind == "toolUse":
                     use = content[position]["toolUse"]
-                    if strict and (use["toolUseId"] in uses or use["toolUseId"] in state["seen"]):
+                    call_id = use["toolUseId"]
+                    if strict and (
+                        call_id in uses or first_use(state["seen"], call_id) is not None
+                    ):
                         raise fail(
                             FORMAT, index, f"the tool use id {use['toolUseId']!r:.60} is used twice"
                         )
                     uses[use["toolUseId"]] = use["name"]
-            state["seen"].update(dict.fromkeys(uses, index))
+            state["seen"] = with_ids(state["seen"], uses, index)
             if _reasons(item):
                 cost += _reserve(pricer)  # a filler may have to go before it
             key = turn_id if uses else None

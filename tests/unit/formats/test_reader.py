@@ -25,6 +25,11 @@ CHAT: list[dict[str, Any]] = [
     {"role": "assistant", "content": None, "tool_calls": [CALL]},
     {"role": "tool", "tool_call_id": "c1", "content": "a b"},
 ]
+ANTHROPIC_CALL: list[dict[str, Any]] = [
+    {"role": "user", "content": "look"},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "ls", "input": {}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "a b"}]},
+]
 
 
 class ScanOnly(Format[Any]):
@@ -61,6 +66,28 @@ class TestReader:
         again.setstate(state)
         rest = again.read(CHAT[2:], final=True)
         assert (*first.turns, *rest.turns) == OPENAI_CHAT.reader().read(CHAT, final=True).turns
+
+    @pytest.mark.parametrize("fmt", [OPENAI_CHAT, ANTHROPIC])
+    def test_a_state_given_or_taken_is_the_callers_own(self, fmt: Format[Any]) -> None:
+        """Changing a state after ``setstate`` or ``getstate`` changes nothing a reader holds:
+        the flat maps of ids and the state around them are copied alike."""
+        history = CHAT if fmt is OPENAI_CHAT else ANTHROPIC_CALL
+        reader = fmt.reader()
+        first = reader.read(history[:2])
+        taken = reader.getstate()
+        held = json.loads(json.dumps(taken))
+        given = json.loads(json.dumps(taken))
+        again = fmt.reader()
+        again.setstate(given)
+        for state in (taken, given):
+            state["count"] = 99
+            for value in state.values():
+                if isinstance(value, dict):
+                    value.clear()
+                    value["intruder"] = 1
+        assert reader.getstate() == again.getstate() == held
+        rest = again.read(history[2:], final=True)
+        assert (*first.turns, *rest.turns) == fmt.reader().read(history, final=True).turns
 
     @pytest.mark.parametrize(
         "fmt", [OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI, BEDROCK_CONVERSE]
