@@ -94,9 +94,16 @@ class TestStable:
         assert fingerprint([{"role": "user", "content": "hi"}]).partition(".")[2] == link
 
     def test_a_history_hashes_as_its_messages_written_one_after_another(self) -> None:
-        # The raw half hashes the whole history in one pass; the bytes are each message's own.
+        # The raw half hashes the history a slice at a time; the bytes are each message's own,
+        # whatever slice a message falls in, and wherever one must be made plain first.
         frozen = MappingProxyType({"role": "user", "content": "hi"})  # made plain first
-        for history in (HISTORY, [*HISTORY, frozen, HISTORY[0]]):
+        long = [copy_of(HISTORY[index % len(HISTORY)]) for index in range(150)]
+        for history in (
+            HISTORY,
+            [*HISTORY, frozen, HISTORY[0]],
+            long,
+            [*long[:130], frozen, *long[130:]],
+        ):
             plain = [dict(m) if isinstance(m, MappingProxyType) else m for m in history]
             written = b"".join(marshal.dumps(message, 0) for message in plain)
             assert raw(history) == hashlib.sha256(written).hexdigest()

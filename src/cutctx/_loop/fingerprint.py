@@ -39,6 +39,7 @@ _START: Final = hashlib.sha256(b"cutctx canonical fingerprint").digest()  # the 
 _NESTED: Final = (dict, list, tuple)
 _HALF: Final = 64  # hex digits of one SHA-256 digest
 _LIST_HEADER: Final = len(marshal.dumps([], _VERSION))  # a list's type tag and length
+_SLICE: Final = 64  # messages written and hashed at a time
 
 type _Data = str | int | float | list[Any] | tuple[Any, ...] | dict[Any, Any] | None
 
@@ -63,14 +64,19 @@ class Fingerprint:
         """
         data = self._data
         values = [data(messages[index]) for index in range(start, len(messages))]
+        # A C pass a slice: a list is written as its header and then each item as ``dumps``
+        # writes it alone, so the bytes after the header are the messages' own, one after
+        # another. Slices of ``_SLICE`` messages are hashed while their bytes are still in the
+        # CPU's cache (one ``dumps`` of a long history writes megabytes before they are read).
+        hashed = self._hash.copy()  # kept only if every message is written
         try:
-            written = marshal.dumps(values, _VERSION)
+            for first in range(0, len(values), _SLICE):
+                written = marshal.dumps(values[first : first + _SLICE], _VERSION)
+                hashed.update(memoryview(written)[_LIST_HEADER:])
         except ValueError:  # a message to make plain first: one at a time, below
             self._feed_each(messages, start)
             return
-        # One C pass: a list is written as its header and then each item as ``dumps`` writes it
-        # alone, so the bytes after the header are the messages' own, one after another.
-        self._hash.update(memoryview(written)[_LIST_HEADER:])
+        self._hash = hashed
         link = self._canonical
         if link is not None:
             for index, value in enumerate(values, start):
