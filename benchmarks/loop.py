@@ -47,7 +47,9 @@ bound, or a stored or stateless loop departs from the window it repeats (``scrip
 it shows that the loops ran, not the targets, which a short run cannot judge. ``--check`` prints
 the targets and exits non-zero if a speed, prefix-hit, compaction or state-size target is
 missed.
-``--json PATH`` writes every figure as JSON.
+``--json PATH`` writes every figure as JSON. ``--loops`` and ``--formats`` (comma-separated
+names) run only those loops and formats: ``--loops stateless --formats anthropic`` times one
+loop with no other beside it (its audit still runs between steps, outside the timed region).
 """
 
 from __future__ import annotations
@@ -751,6 +753,8 @@ def drive(
     specs: Sequence[Spec],
     passes: tuple[int, int],
     log: Callable[[str], None],
+    *,
+    formats: Sequence[ModuleType] = FORMATS,
 ) -> list[Run]:
     """Run the loops of ``specs`` over the session, interleaved step by step; ``passes``: of the
     window loops, of the naive loops. Return their runs."""
@@ -759,13 +763,13 @@ def drive(
     pristine = {module: json.dumps(steps) for module, steps in rendered.items()}
     runs = {
         (module, spec.name): Run(module.FORMAT, spec.name, spec)
-        for module in FORMATS
+        for module in formats
         for spec in specs
     }
-    auditors = {module: Auditor(module, config) for module in FORMATS}
+    auditors = {module: Auditor(module, config) for module in formats}
     for number in range(max(repeat, naive_repeat)):
         lanes: dict[tuple[ModuleType, str], Lane] = {}
-        for module in FORMATS:
+        for module in formats:
             for spec in specs:
                 if number >= (naive_repeat if spec.naive else repeat):
                     continue
@@ -971,6 +975,25 @@ def repeat_table(runs: list[Run]) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+def selected(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, specs: list[Spec]
+) -> tuple[list[Spec], list[ModuleType]]:
+    """The loops and formats ``--loops`` and ``--formats`` name (``specs`` and every format when
+    they are not given); an unknown name is a usage error."""
+    formats: list[ModuleType] = list(FORMATS)
+    if args.loops is not None:
+        names = args.loops.split(",")
+        if unknown := set(names) - {spec.name for spec in LOOPS}:
+            parser.error(f"--loops: no loop {sorted(unknown)[0]!r}")
+        specs = [spec for spec in LOOPS if spec.name in names]
+    if args.formats is not None:
+        names = args.formats.split(",")
+        formats = [module for module in FORMATS if module.FORMAT in names]
+        if len(formats) != len(set(names)):
+            parser.error(f"--formats: the formats are {', '.join(m.FORMAT for m in FORMATS)}")
+    return specs, formats
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; return 0, or 1 if a target is missed (see ``--smoke``, ``--check``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -996,6 +1019,16 @@ def main(argv: list[str] | None = None) -> int:
         help="add the stateless loops (a window restored from its stored state every step); "
         "skips the naive loops",
     )
+    parser.add_argument(
+        "--loops",
+        default=None,
+        help="only these loops, comma-separated (e.g. stateless: one loop with no other beside it)",
+    )
+    parser.add_argument(
+        "--formats",
+        default=None,
+        help="only these formats, comma-separated (openai_chat,anthropic)",
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 if any target is missed")
     args = parser.parse_args(argv)
     steps = args.steps or (SMOKE_STEPS if args.smoke else STEPS)
@@ -1012,11 +1045,12 @@ def main(argv: list[str] | None = None) -> int:
     specs = [
         spec for spec in LOOPS if (stateless or not spec.stateless) and (naive or not spec.naive)
     ]
+    specs, formats = selected(parser, args, specs)
     started = time.perf_counter()
     session = agent_session(steps)
     config = Config(max_tokens, session.system)
     log(f"session of {steps} steps built in {time.perf_counter() - started:.1f} s")
-    runs = drive(session, config, specs, (repeat, args.naive_repeat), log)
+    runs = drive(session, config, specs, (repeat, args.naive_repeat), log, formats=formats)
     checks = targets(runs, steps)
     passes = f"naive: {args.naive_repeat}" if naive else "naive loops skipped (--stateless)"
     print(
