@@ -59,7 +59,7 @@ from cutctx._cli.inputs import Conversation
 from cutctx._cli.job import Job, Settings, build_policy, load_tokenizer, rebuilt_policy
 from cutctx._cli.page import BAND_SHARE, html_page, strip
 from cutctx._core.estimators import resolve_estimator
-from cutctx.formats import OPENAI_CHAT, anthropic, openai_chat, resolve
+from cutctx.formats import OPENAI_CHAT, anthropic, hooks_of, openai_chat, resolve
 from cutctx.formats._detect import detect
 from tests import bedrock_strategies, gemini_strategies
 from tests import format_strategies as fs
@@ -1638,7 +1638,9 @@ class TestFrameworkFormats:
         code, out, _ = run(capsys, "stats", str(path), "--format", name, "--json")
         by_tool = json.loads(out)["by_tool"]
         fmt = cutctx.formats.resolve(name)
-        sent: list[Any] = [fmt.fingerprint_data(message) for message in messages]  # as sent
+        sent: list[Any] = [
+            hooks_of(fmt).fingerprint_data(message) for message in messages
+        ]  # as sent
         chat = write_json(tmp_path / "chat.json", [m for data in sent for m in data["messages"]])
         _, out, _ = run(capsys, "stats", str(chat), "--format", "openai_chat", "--json")
         assert code == 0

@@ -25,6 +25,7 @@ from baseaicore import SuiteError
 from cutctx._cli.frameworks import Codec, codec_of
 from cutctx.formats import FormatName, resolve
 from cutctx.formats._detect import detect
+from cutctx.formats._format import presentation_of
 
 if TYPE_CHECKING:
     from cutctx.formats import Format
@@ -173,7 +174,9 @@ def _conversation(name: str, data: object, fmt: str | None, *, jsonl: bool) -> C
                         f"got {type(messages).__name__}"
                     )
                 chosen = given or detect(messages, data)
-                field = chosen.system_field  # Chat Completions keeps its system in the list
+                field = presentation_of(
+                    chosen
+                ).system_field  # Chat Completions keeps its system in the list
                 system = data.get(field) if field is not None else None
                 return Conversation(name, messages, chosen, data, key, system)
     raise CliError(

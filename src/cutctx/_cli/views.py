@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from cutctx._core.metadata import TOOL_NAME_METADATA
 from cutctx._core.values import Action, Role
+from cutctx.formats._format import presentation_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -319,7 +320,9 @@ def _tools_and_kinds(
         elif turn.role is Role.USER:
             add("user text", tokens_in)
         else:
-            calls, thoughts = fmt.pieces(message, estimator=job.estimator, tokens=tokens_in)
+            calls, thoughts = presentation_of(fmt).pieces(
+                message, estimator=job.estimator, tokens=tokens_in
+            )
             for name, tokens in calls:
                 tools[name][0] += 1
                 tools[name][1] += tokens

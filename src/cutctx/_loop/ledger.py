@@ -19,6 +19,7 @@ from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.values import Role, TranscriptTurn
 from cutctx._loop.fingerprint import Fingerprint
 from cutctx.formats import Binding, Part, ReaderState, Scanned
+from cutctx.formats._format import hooks_of
 from cutctx.formats._marks import read_observations
 
 if TYPE_CHECKING:
@@ -375,7 +376,7 @@ class Ledger:
     def fingerprint(self) -> str:
         """Return the fingerprint of the held messages."""
         if self.print is None:
-            self.print = Fingerprint.of(self.seen, self.fmt.fingerprint_data)
+            self.print = Fingerprint.of(self.seen, hooks_of(self.fmt).fingerprint_data)
         return self.print.hexdigest()
 
     def head_prices(self) -> list[int]:

@@ -21,6 +21,7 @@ from cutctx._loop.decisions import Decisions, Summary, excerpts_of
 from cutctx._loop.fingerprint import Fingerprint
 from cutctx._loop.jsondata import check_json
 from cutctx._loop.request import Request, counted
+from cutctx.formats._format import hooks_of
 from cutctx.formats._marks import unmarked
 
 if TYPE_CHECKING:
@@ -50,7 +51,9 @@ def named(policy: object) -> str:
 def digest_of(fmt: Format[Any], message: object) -> str:
     """Return the short digest of one request message a state compares the next one by."""
     # The canonical half: equal content whatever the order of its keys (a store's reordering).
-    return Fingerprint.of([message], fmt.fingerprint_data).hexdigest().partition(".")[2][:16]
+    return (
+        Fingerprint.of([message], hooks_of(fmt).fingerprint_data).hexdigest().partition(".")[2][:16]
+    )
 
 
 class Step:
@@ -186,7 +189,7 @@ class Step:
         state.calibration = state.calibration.sent(state.request.tokens)
         request = list(state.request.messages)
         if self.settings.cache_breakpoints:
-            return self.fmt.mark_cache(
+            return hooks_of(self.fmt).mark_cache(
                 request, state.stats.first_changed_index, self.settings.system
             )
         return request
@@ -198,7 +201,8 @@ class Step:
         state = self.state
         ledger, count = state.ledger, state.ledger.count
         start = count
-        while start and not self.fmt.settled(history[start - 1]):
+        settled = hooks_of(self.fmt).settled
+        while start and not settled(history[start - 1]):
             start -= 1
         if start == count or len(history) == count:
             return
@@ -385,7 +389,7 @@ class Step:
             None
             if len(history) < saved.count
             else Fingerprint.resume(
-                history[: saved.count], self.fmt.fingerprint_data, saved.fingerprint
+                history[: saved.count], hooks_of(self.fmt).fingerprint_data, saved.fingerprint
             )
         )
         if made is None:

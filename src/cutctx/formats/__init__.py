@@ -37,7 +37,11 @@ from cutctx.formats._common import Message, shown
 from cutctx.formats._common import Part as Part
 from cutctx.formats._common import summary_text as summary_text
 from cutctx.formats._format import Format as Format
+from cutctx.formats._format import Presentation as Presentation
 from cutctx.formats._format import Rendered as Rendered
+from cutctx.formats._format import WindowHooks as WindowHooks
+from cutctx.formats._format import hooks_of as hooks_of
+from cutctx.formats._format import presentation_of as presentation_of
 from cutctx.formats._reader import Reader as Reader
 from cutctx.formats._reader import ReaderState as ReaderState
 from cutctx.formats._reader import Scanned as Scanned
@@ -62,16 +66,20 @@ __all__ = [
     "Format",
     "FormatName",
     "Part",
+    "Presentation",
     "Reader",
     "ReaderState",
     "Rendered",
     "Scanned",
+    "WindowHooks",
     "anthropic",
     "available",
     "bedrock_converse",
     "gemini",
+    "hooks_of",
     "openai_chat",
     "openai_responses",
+    "presentation_of",
     "resolve",
     "summary_text",
 ]
@@ -81,6 +89,7 @@ type FormatName = Literal[
     "openai_responses",
     "anthropic",
     "gemini",
+    "hooks_of",
     "bedrock_converse",
     "langchain",
     "pydantic_ai",
@@ -157,6 +166,6 @@ def resolve(format: object, *, owner: str = "format") -> Format[Any]:
     )
 
 
-for _public in (Binding, Format, Part, Reader, Rendered, Scanned):
+for _public in (Binding, Format, Part, Presentation, Reader, Rendered, Scanned, WindowHooks):
     _public.__module__ = __name__
 del _public

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
 
-__all__ = ["Format", "Rendered"]
+__all__ = ["Format", "Presentation", "Rendered", "WindowHooks", "hooks_of", "presentation_of"]
 
 
 class Rendered[M](NamedTuple):
@@ -121,31 +121,6 @@ class Format[M](ABC):
             ValidationError: for a binding of another format or a view it cannot have produced.
         """
 
-    @property
-    def system_field(self) -> str | None:
-        """The request body's field for request-level ``system=`` (``None``: in the list)."""
-        return None
-
-    def pieces(
-        self, message: Mapping[str, Any], *, estimator: TokenEstimator, tokens: int
-    ) -> tuple[list[tuple[str, int]], int]:
-        """Return an assistant message's tool calls (name, tokens) and its reasoning tokens.
-
-        ``tokens`` is the message's price; each piece is priced as the format prices it, so the
-        rest is its text. The default sees no pieces.
-        """
-        del message, estimator, tokens
-        return [], 0
-
-    def fingerprint_data(self, message: M) -> object:
-        """Return ``message`` as the plain data a window's fingerprint reads.
-
-        The default is the message itself (dicts, lists, strings and numbers, or an SDK object
-        with ``model_dump``); a format whose message objects hold more (timestamps, ids made per
-        process) returns what is sent instead.
-        """
-        return message
-
     def tool_definition(
         self, name: str, description: str, parameters: Mapping[str, Any]
     ) -> dict[str, Any]:
@@ -169,11 +144,6 @@ class Format[M](ABC):
         read = system_text(self.name, system, pricer)
         return () if read is None else (system_turn(read[0], read[1] + pricer.role("system")),)
 
-    def settled(self, message: M) -> bool:
-        """Whether ``message``, last in a history, keeps its turns when more messages come."""
-        del message
-        return True
-
     def price_summary(self, text: str, *, estimator: TokenEstimator) -> int:
         """Return what a summary with ``text`` costs as this format renders it."""
         return self.pricer(estimator).summary(text)
@@ -182,14 +152,6 @@ class Format[M](ABC):
         """Return the tokens a request costs beyond its messages (none by default)."""
         del estimator
         return 0
-
-    def mark_cache(self, request: list[M], stable: int, system: object) -> list[M]:
-        """Return ``request`` with the provider's cache marker after its ``stable`` prefix.
-
-        Formats without explicit cache markers return ``request`` as it is.
-        """
-        del stable, system
-        return request
 
     def to_transcript(
         self,
@@ -234,6 +196,84 @@ class Format[M](ABC):
 
     def __repr__(self) -> str:
         return f"<cutctx format {self.name!r}>"
+
+
+class WindowHooks[M]:
+    """What a ``ContextWindow`` asks of a format beyond ``Format``: optional, with defaults.
+
+    A format whose class also derives from ``WindowHooks`` gives the window its own answers;
+    any other ``Format`` gets these defaults (every message settled, no cache marker, the
+    message itself as its data). The built-in formats derive from it.
+
+    .. versionadded:: 0.1.1
+    """
+
+    __slots__ = ()
+
+    def settled(self, message: M) -> bool:
+        """Whether ``message``, last in a history, keeps its turns when more messages come."""
+        del message
+        return True
+
+    def fingerprint_data(self, message: M) -> object:
+        """Return ``message`` as the plain data a window's fingerprint reads.
+
+        The default is the message itself (dicts, lists, strings and numbers, or an SDK object
+        with ``model_dump``); a format whose message objects hold more (timestamps, ids made per
+        process) returns what is sent instead.
+        """
+        return message
+
+    def mark_cache(self, request: list[M], stable: int, system: object) -> list[M]:
+        """Return ``request`` with the provider's cache marker after its ``stable`` prefix.
+
+        Formats without explicit cache markers return ``request`` as it is.
+        """
+        del stable, system
+        return request
+
+
+class Presentation:
+    """How the command line shows a format's requests: optional, with defaults.
+
+    A format whose class also derives from ``Presentation`` tells ``cutctx stats`` and the
+    request files where request-level system text goes and what an assistant message holds;
+    any other ``Format`` gets these defaults (system text in the list, no pieces).
+
+    .. versionadded:: 0.1.1
+    """
+
+    __slots__ = ()
+
+    @property
+    def system_field(self) -> str | None:
+        """The request body's field for request-level ``system=`` (``None``: in the list)."""
+        return None
+
+    def pieces(
+        self, message: Mapping[str, Any], *, estimator: TokenEstimator, tokens: int
+    ) -> tuple[list[tuple[str, int]], int]:
+        """Return an assistant message's tool calls (name, tokens) and its reasoning tokens.
+
+        ``tokens`` is the message's price; each piece is priced as the format prices it, so the
+        rest is its text. The default sees no pieces.
+        """
+        del message, estimator, tokens
+        return [], 0
+
+
+_HOOKS: WindowHooks[Any] = WindowHooks()
+_PRESENTATION = Presentation()
+
+
+def hooks_of[M](fmt: Format[M]) -> WindowHooks[M]:
+    """Return ``fmt``'s window hooks: its own if its class derives from ``WindowHooks``."""
+    return fmt if isinstance(fmt, WindowHooks) else _HOOKS
+
+
+def presentation_of(fmt: Format[Any]) -> Presentation:
+    """Return ``fmt``'s command-line presentation: its own if it derives from ``Presentation``."""
+    return fmt if isinstance(fmt, Presentation) else _PRESENTATION
 
 
 class LegacyReader[M](Reader[M]):

@@ -34,7 +34,7 @@ from cutctx.formats._common import (
     collect,
     fail,
 )
-from cutctx.formats._format import Format, Rendered
+from cutctx.formats._format import Format, Presentation, Rendered, WindowHooks, presentation_of
 from cutctx.formats._marks import read_marks
 from cutctx.formats._reader import Reader, ReaderState, Scanned, copied
 from cutctx.formats.openai_chat import OPENAI_CHAT
@@ -65,7 +65,7 @@ class ChatMessage(NamedTuple):
     pinned: bool = False
 
 
-class ViaChat[M](Format[M]):
+class ViaChat[M](Format[M], WindowHooks[M], Presentation):
     """A framework's format: each message read as the Chat messages it is sent as.
 
     Subclasses name the format and implement ``kind_of`` (a short name of the message's type),
@@ -147,7 +147,9 @@ class ViaChat[M](Format[M]):
         calls: list[tuple[str, int]] = []
         for chat in self.chat_of(0, cast("M", message)):
             if chat.message.get("role") == "assistant":
-                found, _ = OPENAI_CHAT.pieces(chat.message, estimator=estimator, tokens=tokens)
+                found, _ = presentation_of(OPENAI_CHAT).pieces(
+                    chat.message, estimator=estimator, tokens=tokens
+                )
                 calls.extend(found)
         return calls, 0
 

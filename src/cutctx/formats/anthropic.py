@@ -53,7 +53,7 @@ from cutctx.formats._common import (
     system_turn,
     text_field,
 )
-from cutctx.formats._format import Format, Rendered
+from cutctx.formats._format import Format, Presentation, Rendered, WindowHooks
 from cutctx.formats._ids import NO_IDS, taken_ids
 from cutctx.formats._images import (
     ANTHROPIC_IMAGE_MAX_TOKENS,
@@ -96,7 +96,7 @@ _IN_MESSAGE_RESULTS: Final = {
 }
 
 
-class _Anthropic(Format[Message]):
+class _Anthropic(Format[Message], WindowHooks[Message], Presentation):
     """The Messages API format (``ANTHROPIC``)."""
 
     __slots__ = ()

@@ -56,7 +56,7 @@ from cutctx.formats._common import (
     system_turn,
     text_field,
 )
-from cutctx.formats._format import Format, Rendered
+from cutctx.formats._format import Format, Presentation, Rendered, WindowHooks
 from cutctx.formats._ids import NO_IDS, first_use, taken_ids, with_ids
 from cutctx.formats._plain import plain
 from cutctx.formats._reader import Answer, Out, Reader, ReaderState, StreamReader
@@ -87,7 +87,7 @@ MAX_CACHE_POINTS: Final = 4
 _CACHE_POINT: Final = {"cachePoint": {"type": "default"}}
 
 
-class _BedrockConverse(Format[Message]):
+class _BedrockConverse(Format[Message], WindowHooks[Message], Presentation):
     """The Converse format (``BEDROCK_CONVERSE``)."""
 
     __slots__ = ()

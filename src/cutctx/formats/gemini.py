@@ -47,7 +47,7 @@ from cutctx.formats._common import (
     summary_text,
     system_turn,
 )
-from cutctx.formats._format import Format, Rendered
+from cutctx.formats._format import Format, Presentation, Rendered, WindowHooks
 from cutctx.formats._gemini_parts import (
     FORMAT,
     IMAGE_TILE_TOKENS,
@@ -88,7 +88,7 @@ merged, or before a model content that would open the request."""
 _ROLES: Final = ("user", "model")
 
 
-class _Gemini(Format[Message]):
+class _Gemini(Format[Message], WindowHooks[Message], Presentation):
     """The Gemini ``contents`` format (``GEMINI``)."""
 
     __slots__ = ()

@@ -41,7 +41,7 @@ from cutctx.formats._common import (
     summary_text,
     text_field,
 )
-from cutctx.formats._format import Format, Rendered
+from cutctx.formats._format import Format, Presentation, Rendered, WindowHooks
 from cutctx.formats._reader import Out, Reader, ReaderState, Scanned, StreamReader
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ _ROLES: Final = {
 }
 
 
-class _OpenAIChat(Format[Message]):
+class _OpenAIChat(Format[Message], WindowHooks[Message], Presentation):
     """The Chat Completions format (``OPENAI_CHAT``)."""
 
     __slots__ = ()

@@ -45,7 +45,7 @@ from cutctx.formats._common import (
     summary_text,
     text_field,
 )
-from cutctx.formats._format import Format, Rendered
+from cutctx.formats._format import Format, Presentation, Rendered, WindowHooks
 from cutctx.formats._reader import Out, Reader, ReaderState, Scanned, StreamReader
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ _HOSTED: Final = frozenset(
 )
 
 
-class _OpenAIResponses(Format[Message]):
+class _OpenAIResponses(Format[Message], WindowHooks[Message], Presentation):
     """The Responses API input-items format (``OPENAI_RESPONSES``)."""
 
     __slots__ = ()

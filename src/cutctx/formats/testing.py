@@ -40,6 +40,7 @@ from cutctx._core.values import Action, CompactionBudget, Role, Transcript
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats._common import summary_text
+from cutctx.formats._format import hooks_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -259,7 +260,10 @@ def _check_summary(  # noqa: PLR0917 - one private call site
     done = CompactionExecutor().apply(transcript, plan, {request.group_id: _SUMMARY})
     rendered = fmt.render(done, binding)
     label = summary_text(_SUMMARY)
-    texts = [json.dumps(_data(fmt.fingerprint_data(m)), default=repr) for m in rendered.messages]
+    texts = [
+        json.dumps(_data(hooks_of(fmt).fingerprint_data(m)), default=repr)
+        for m in rendered.messages
+    ]
     if not any(json.dumps(label)[1:-1] in text for text in texts):
         problem("a summary is not rendered as summary_text(text)")
     made = [m for m in rendered.messages if not any(m is kept for kept in binding.originals)]

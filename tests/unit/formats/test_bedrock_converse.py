@@ -23,7 +23,7 @@ from cutctx import (
     recall,
 )
 from cutctx._core.values import SUMMARY_TURN_ID_PREFIX
-from cutctx.formats import BEDROCK_CONVERSE, resolve, summary_text
+from cutctx.formats import BEDROCK_CONVERSE, hooks_of, presentation_of, resolve, summary_text
 from cutctx.formats import bedrock_converse as b
 from tests import bedrock_validators as bv
 from tests import provider_sessions as ps
@@ -225,7 +225,7 @@ class TestFromTranscript:
 class TestCachePoints:
     def test_the_window_marks_the_stable_prefix_with_a_cache_point(self) -> None:
         request = [user({"text": "a"}), assistant({"text": "b"}), user({"text": "c"})]
-        marked = BEDROCK_CONVERSE.mark_cache(cast("list[Any]", request), 2, None)
+        marked = hooks_of(BEDROCK_CONVERSE).mark_cache(cast("list[Any]", request), 2, None)
         assert marked[1] == assistant({"text": "b"}, {"cachePoint": {"type": "default"}})
         assert request[1] == assistant({"text": "b"})  # a copy, never the caller's
 
@@ -233,9 +233,14 @@ class TestCachePoints:
         point = {"cachePoint": {"type": "default"}}
         system = [{"text": "s"}, point, point]
         request = [user({"text": "a"}, point), assistant({"text": "b"}, point), user({"text": "c"})]
-        assert BEDROCK_CONVERSE.mark_cache(cast("list[Any]", request), 3, system) is request
-        assert BEDROCK_CONVERSE.mark_cache(cast("list[Any]", request[:2]), 2, None) == request[:2]
-        assert BEDROCK_CONVERSE.mark_cache(cast("list[Any]", request), 0, None) is request
+        assert (
+            hooks_of(BEDROCK_CONVERSE).mark_cache(cast("list[Any]", request), 3, system) is request
+        )
+        assert (
+            hooks_of(BEDROCK_CONVERSE).mark_cache(cast("list[Any]", request[:2]), 2, None)
+            == request[:2]
+        )
+        assert hooks_of(BEDROCK_CONVERSE).mark_cache(cast("list[Any]", request), 0, None) is request
 
 
 HOSTILE: dict[str, tuple[Any, int | None, str]] = {
@@ -382,12 +387,12 @@ class TestEdgesOfTheRules:
             b.count_tokens([], system=5)
 
     def test_the_system_goes_in_the_system_field(self) -> None:
-        assert BEDROCK_CONVERSE.system_field == "system"
+        assert presentation_of(BEDROCK_CONVERSE).system_field == "system"
 
 
 class TestFormatHooks:
     def test_pieces_are_the_uses_and_the_reasoning(self) -> None:
-        calls, thoughts = BEDROCK_CONVERSE.pieces(
+        calls, thoughts = presentation_of(BEDROCK_CONVERSE).pieces(
             assistant(REASONING, use("t1")), estimator=WORDS, tokens=0
         )
         assert calls == [("read", 3 + 1 + 1)]
@@ -407,7 +412,7 @@ class TestFormatHooks:
     def test_the_name_resolves_and_bytes_fingerprint(self) -> None:
         assert resolve("bedrock_converse") is BEDROCK_CONVERSE
         image = {"image": {"format": "png", "source": {"bytes": b"\x89PNG"}}}
-        assert BEDROCK_CONVERSE.fingerprint_data(user(image)) == user(
+        assert hooks_of(BEDROCK_CONVERSE).fingerprint_data(user(image)) == user(
             {"image": {"format": "png", "source": {"bytes": "iVBORw=="}}}
         )
 

@@ -26,7 +26,7 @@ from cutctx import (
     recall,
 )
 from cutctx._core.values import SUMMARY_TURN_ID_PREFIX
-from cutctx.formats import GEMINI, resolve
+from cutctx.formats import GEMINI, hooks_of, presentation_of, resolve
 from cutctx.formats import gemini as g
 from cutctx.formats._common import SUMMARY_LABEL
 from tests import gemini_validators as gv
@@ -485,7 +485,7 @@ class TestEdgesOfTheRules:
 
     def test_a_dict_is_fingerprinted_with_its_bytes_as_base64(self) -> None:
         content = user({"inline_data": {"mime_type": "image/png", "data": b"\x00"}})
-        assert GEMINI.fingerprint_data(content) == user(
+        assert hooks_of(GEMINI).fingerprint_data(content) == user(
             {"inline_data": {"mime_type": "image/png", "data": "AA=="}}
         )
 
@@ -509,14 +509,14 @@ class TestEdgesOfTheRules:
 class TestFormatHooks:
     def test_pieces_are_the_calls_and_the_thoughts(self) -> None:
         message = model({"text": "one two", "thought": True}, call("f", x=1))
-        calls, thoughts = GEMINI.pieces(message, estimator=WORDS, tokens=0)
+        calls, thoughts = presentation_of(GEMINI).pieces(message, estimator=WORDS, tokens=0)
         assert calls == [("f", 3 + 1 + 1 + 1)]
         assert thoughts == 2
 
     def test_the_recall_tool_is_a_function_declaration(self) -> None:
         declared = GEMINI.tool_definition("t", "d", {"type": "object"})
         assert declared == {"name": "t", "description": "d", "parameters": {"type": "object"}}
-        assert GEMINI.system_field == "system_instruction"
+        assert presentation_of(GEMINI).system_field == "system_instruction"
 
     def test_the_name_resolves(self) -> None:
         assert resolve("gemini") is GEMINI

@@ -25,7 +25,7 @@ from cutctx import (
     Transcript,
     TranscriptTurn,
 )
-from cutctx.formats import Format, openai_chat
+from cutctx.formats import Format, openai_chat, presentation_of
 from cutctx.formats import langchain as lc
 from cutctx.formats._common import SUMMARY_LABEL
 from tests.format_validators import chat_problems, chat_tokens, png
@@ -67,12 +67,14 @@ class TestLangChainFormat:
 
     def test_its_pieces_are_the_calls_of_the_chat_message_it_is_sent_as(self) -> None:
         call: Any = weather()[2]
-        calls, thoughts = lc.LANGCHAIN.pieces(call, estimator=WORDS, tokens=0)
+        calls, thoughts = presentation_of(lc.LANGCHAIN).pieces(call, estimator=WORDS, tokens=0)
         chat = sent_by_langchain([call])[0]
-        assert (calls, thoughts) == openai_chat.OPENAI_CHAT.pieces(chat, estimator=WORDS, tokens=0)
+        assert (calls, thoughts) == presentation_of(openai_chat.OPENAI_CHAT).pieces(
+            chat, estimator=WORDS, tokens=0
+        )
         assert [name for name, _ in calls] == ["get_weather", "get_weather"]
         human: Any = weather()[1]
-        assert lc.LANGCHAIN.pieces(human, estimator=WORDS, tokens=0) == ([], 0)
+        assert presentation_of(lc.LANGCHAIN).pieces(human, estimator=WORDS, tokens=0) == ([], 0)
 
     def test_a_scan_after_offset_messages_counts_history_indices(self) -> None:
         messages = weather()

@@ -44,7 +44,7 @@ from cutctx import (
     Transcript,
     TranscriptTurn,
 )
-from cutctx.formats import Format, openai_chat
+from cutctx.formats import Format, hooks_of, openai_chat, presentation_of
 from cutctx.formats import pydantic_ai as pa
 from cutctx.formats._common import SUMMARY_LABEL
 from tests.format_validators import chat_problems, png
@@ -120,8 +120,8 @@ class TestPydanticAIFormat:
     def test_equal_messages_give_equal_fingerprint_data_in_any_process(self) -> None:
         messages = weather()
         again = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(messages))
-        data = [pa.PYDANTIC_AI.fingerprint_data(m) for m in messages]
-        assert data == [pa.PYDANTIC_AI.fingerprint_data(m) for m in again]
+        data = [hooks_of(pa.PYDANTIC_AI).fingerprint_data(m) for m in messages]
+        assert data == [hooks_of(pa.PYDANTIC_AI).fingerprint_data(m) for m in again]
         assert json.loads(json.dumps(data)) == data
         assert data[2] == {"kind": "request", "messages": sent_by_pydantic_ai(messages)[3:5]}
 
@@ -341,16 +341,21 @@ class TestReader:
         messages = [*weather()[:3], ModelResponse(parts=[])]
         read = pa.PYDANTIC_AI.reader().read(messages, final=True)
         assert (read.turns[-1].turn_id, read.turns[-1].tool_call_id) == ("m3", None)
-        assert not pa.PYDANTIC_AI.settled(messages[-1])
-        assert pa.PYDANTIC_AI.settled(messages[0])
-        assert pa.PYDANTIC_AI.settled("not a message")  # type: ignore[arg-type]  # refused anyway
+        assert not hooks_of(pa.PYDANTIC_AI).settled(messages[-1])
+        assert hooks_of(pa.PYDANTIC_AI).settled(messages[0])
+        assert hooks_of(pa.PYDANTIC_AI).settled("not a message")  # type: ignore[arg-type]  # refused anyway
 
     def test_its_pieces_are_the_calls_a_response_is_sent_with(self) -> None:
         response: Any = weather()[1]
-        calls, thoughts = pa.PYDANTIC_AI.pieces(response, estimator=WORDS, tokens=0)
+        calls, thoughts = presentation_of(pa.PYDANTIC_AI).pieces(
+            response, estimator=WORDS, tokens=0
+        )
         assert ([name for name, _ in calls], thoughts) == (["get_weather", "get_weather"], 0)
         chat = sent_by_pydantic_ai(weather()[:2])[-1]
-        assert calls == openai_chat.OPENAI_CHAT.pieces(chat, estimator=WORDS, tokens=0)[0]
+        assert (
+            calls
+            == presentation_of(openai_chat.OPENAI_CHAT).pieces(chat, estimator=WORDS, tokens=0)[0]
+        )
 
 
 class TestFromTranscript:
