@@ -26,7 +26,9 @@ prefix-hit (the tokens of a request's leading messages equal to the previous req
 all request tokens), and requests over the window. ``--check`` exits non-zero if ``window`` at
 32 000 tokens misses present >= 80 % at prefix-hit >= 90 % or present-or-recallable >= 98 %;
 ``--smoke`` runs a short session (``scripts/gate``); ``--json PATH`` writes every figure;
-``--sessions`` replays both observation shapes at 25 % and 50 % of a session against trim, and
+``--sessions`` replays both observation shapes, and a tau-bench-like customer-service session
+(``customer_session``: the customer's answers in user messages, results as one minified JSON
+line, a few of 8 000-12 000 tokens), at 25 % and 50 % of a session against trim, and
 ``--explain`` says why the window misses lines trim holds there (see ``explain``).
 """
 
@@ -299,6 +301,84 @@ def as_user_observations(data: Session) -> Session:
     return Session(messages, data.ends, needed)
 
 
+CUSTOMER_SYSTEM = "You are an airline's customer service agent. Follow the policy; use the tools."
+CUSTOMER_TASK = "Hi, I need to change the flights on one of my reservations."
+CUSTOMER_SHARE = 0.3  # of the steps: the agent asks, the customer answers
+LARGE_SHARE = 0.03  # of the tool results: one of 8 000 to 12 000 tokens
+TOOLS = ("get_user_details", "get_reservation_details", "search_direct_flight", "list_all_airports")
+
+
+def customer_session(steps: int, seed: int = SEED + 2) -> Session:
+    """A tau-bench-like session: customer answers in user messages, results as one JSON line.
+
+    A step is either the agent asking and the customer answering (a user message holding one
+    fact: a reservation number, a date), or a tool call whose result is minified JSON on one
+    line, with three facts planted as values inside it. Each request needs one earlier fact, as
+    in ``session``: of the customer's or of a result.
+    """
+    rng = random.Random(seed)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": CUSTOMER_SYSTEM},
+        {"role": "user", "content": CUSTOMER_TASK},
+    ]
+    facts: list[list[tuple[str, str]]] = []
+    ends: list[int] = []
+    needed: list[tuple[str, str]] = []
+    for step in range(steps):
+        if rng.random() < CUSTOMER_SHARE:
+            line = f"fact {step}.0 = {rng.getrandbits(32):08x}"
+            question = f"Step {step}: could you confirm one more detail, please?"
+            answer = f"Sure. {' '.join(rng.choices(WORDS, k=rng.randint(6, 30)))}. {line}."
+            messages.append({"role": "assistant", "content": question})
+            messages.append({"role": "user", "content": answer})
+            facts.append([(line, json_string_digest(answer))])
+        else:
+            large = rng.random() < LARGE_SHARE
+            low, high = (
+                (8_000, 12_000)
+                if large
+                else rng.choices(RESULT_BUCKETS, [w for *_, w in RESULT_BUCKETS])[0][:2]
+            )
+            size = rng.randint(low, high)
+            record: dict[str, Any] = {
+                f"{rng.choice(WORDS)}_{k}": " ".join(rng.choices(WORDS, k=6))
+                for k in range(max(4, size // 11))
+            }
+            planted = []
+            keys = list(record)
+            for k in range(FACTS_PER_RESULT):
+                line = f"fact {step}.{k} = {rng.getrandbits(32):08x}"
+                record[rng.choice(keys)] = line
+                planted.append(line)
+            body = json.dumps(record, separators=(",", ":"))
+            call = f"call_{step}"
+            name = rng.choice(TOOLS)
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call,
+                            "type": "function",
+                            "function": {"name": name, "arguments": json.dumps({"n": step})},
+                        }
+                    ],
+                }
+            )
+            messages.append({"role": "tool", "tool_call_id": call, "content": body})
+            digest = json_string_digest(body)
+            facts.append([(line, digest) for line in planted if line in body])
+        ends.append(len(messages))
+        if step == 0:  # a value written last is always in the body: every step has a fact
+            needed.append(facts[0][0])
+            continue
+        earlier = facts[:step]
+        pool = earlier[-RECENT:] if rng.random() < RECENT_SHARE else earlier
+        needed.append(rng.choice(rng.choice(pool)))
+    return Session(messages, ends, needed)
+
+
 def is_observation(message: dict[str, Any]) -> bool:
     """SWE-agent's observations: user messages opening with ``OBSERVATION:``."""
     return str(message.get("content", "")).startswith("OBSERVATION:")
@@ -321,8 +401,8 @@ def sessions(steps: int, shares: Sequence[float]) -> dict[str, dict[str, float]]
     """Both shapes at windows of ``shares`` of the session: the window against per-step trim."""
     price = Pricer()
     rows: dict[str, dict[str, float]] = {}
-    for shape in ("tool messages", "user messages"):
-        data = session(steps, seed=SEED + 1)
+    for shape in ("tool messages", "user messages", "customer service"):
+        data = customer_session(steps) if shape == "customer service" else session(steps, SEED + 1)
         if shape == "user messages":
             data = as_user_observations(data)
         whole = sum(map(price, data.messages))
@@ -417,6 +497,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sessions", action="store_true", help="both shapes at 25 %% and 50 %% of the session"
     )
     parser.add_argument(
+        "--shares",
+        default="0.25,0.5",
+        help="--sessions: the windows, as shares of the session (default 0.25,0.5)",
+    )
+    parser.add_argument(
         "--explain", action="store_true", help="why the window loses needed lines to trim"
     )
     args = parser.parse_args(argv)
@@ -425,7 +510,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(name, ", ".join(f"{key} {value:.2f}" for key, value in row.items()))
         return 0
     if args.sessions:
-        rows = sessions(SMOKE_STEPS if args.smoke else 150, (0.25, 0.5))
+        shares = tuple(float(share) for share in args.shares.split(","))
+        rows = sessions(SMOKE_STEPS if args.smoke else 150, shares)
         print(
             f"{'session, window, loop':<46}{'present':>9}{'or recall':>11}{'prefix-hit':>12}"
             f"{'bare':>6}"
