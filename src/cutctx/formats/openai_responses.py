@@ -23,30 +23,34 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from cutctx._core.values import Role, Transcript, TranscriptTurn
 from cutctx.formats._common import (
-    AUDIO_TOKENS,
-    FILE_TOKENS,
     Binding,
     Message,
     Part,
     Pricer,
-    as_json,
-    check_dict,
     collect,
     excerpt_content,
     fail,
     field_of,
-    is_empty,
-    joined,
-    openai_image_tokens,
-    render_content,
     restore,
-    shown,
     stub_content,
     summary_text,
     text_field,
 )
 from cutctx.formats._format import Format, Presentation, Rendered, WindowHooks
 from cutctx.formats._reader import Out, Reader, ReaderState, Scanned, StreamReader
+from cutctx.formats._responses_items import (
+    FORMAT,
+    MASKABLE,
+    TEXT_PARTS,
+    as_text,
+    call_item,
+    generated_image,
+    kind_of,
+    message_item,
+    output_item,
+    part_of,
+    reasoning_item,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -62,14 +66,7 @@ __all__ = [
     "to_transcript",
 ]
 
-FORMAT: Final = "openai_responses"
 
-_ROLES: Final = {
-    "system": Role.SYSTEM,
-    "developer": Role.SYSTEM,
-    "user": Role.USER,
-    "assistant": Role.ASSISTANT,
-}
 _PAIRS: Final = {  # a call's item type -> the type of the output that answers it by call_id
     "function_call": "function_call_output",
     "custom_tool_call": "custom_tool_call_output",
@@ -79,18 +76,6 @@ _PAIRS: Final = {  # a call's item type -> the type of the output that answers i
     "apply_patch_call": "apply_patch_call_output",
 }
 _CALL_OF: Final = {output: call for call, output in _PAIRS.items()}
-# Parts that read as their text; the rest read as labels. A tuple: a part's type may be any value.
-_TEXT_PARTS: Final = ("input_text", "output_text", "refusal")
-_ARGUMENTS: Final = {"function_call": "arguments", "custom_tool_call": "input"}
-# Outputs whose whole body is the text field ``output``: the only items ever masked.
-_MASKABLE: Final = frozenset(
-    {
-        "function_call_output",
-        "custom_tool_call_output",
-        "local_shell_call_output",
-        "apply_patch_call_output",
-    }
-)
 # Hosted-tool and reference items: each a unit of its own, kept or removed whole.
 _HOSTED: Final = frozenset(
     {
@@ -172,9 +157,9 @@ class _OpenAIResponses(Format[Message], WindowHooks[Message], Presentation):
                 item = dict(item)
                 stub = piece.masked[None]
                 if None in piece.excerpts:  # one input_text part; images and files stay
-                    read = partial(_part, Pricer.of(FORMAT, binding.estimator), piece.index)
+                    read = partial(part_of, Pricer.of(FORMAT, binding.estimator), piece.index)
                     item["output"] = excerpt_content(
-                        item.get("output"), stub, read, _TEXT_PARTS, "input_text"
+                        item.get("output"), stub, read, TEXT_PARTS, "input_text"
                     )
                 else:
                     item["output"] = stub_content(item.get("output"), stub, "input_text")
@@ -274,9 +259,9 @@ class _ResponsesReader(StreamReader[Message]):
 
     def message(self, state: ReaderState, index: int, item: dict[str, Any], out: Out) -> None:  # noqa: PLR0912, PLR0915 - one branch per item family
         pricer, strict = self.pricer, self.strict
-        kind = _kind(index, item)
+        kind = kind_of(index, item)
         if kind == "reasoning":
-            text, cost = _reasoning(pricer, index, item)
+            text, cost = reasoning_item(pricer, index, item)
             turn = TranscriptTurn(f"m{index}", Role.ASSISTANT, text, pricer.framing + cost)
             self.waiting.append((turn, Part(turn, index, None, maskable=False, siblings=1)))
             if out.last:  # trailing reasoning items travel together
@@ -289,7 +274,7 @@ class _ResponsesReader(StreamReader[Message]):
         pinned = False
         role = Role.ASSISTANT
         if kind == "message":
-            role, text, cost = _message(pricer, index, item, strict=strict)
+            role, text, cost = message_item(pricer, index, item, strict=strict)
         elif kind in _PAIRS:
             call_id = text_field(FORMAT, index, item.get("call_id"), "call_id")
             calls = state["calls"]
@@ -315,14 +300,14 @@ class _ResponsesReader(StreamReader[Message]):
                 joins.append(carried)
             if batch is not None:
                 joins.append(batch)
-            text, cost, name = _call(pricer, index, item, kind)
+            text, cost, name = call_item(pricer, index, item, kind)
             opener = True
             if call_id not in calls:
                 register.append(("calls", call_id, [kind, index, None, name, False]))
             register.append(("carriers", call_id, None))
             register.append(("batch", "", None))
         elif kind in _CALL_OF:
-            role = Role.TOOL if kind in _MASKABLE else Role.USER
+            role = Role.TOOL if kind in MASKABLE else Role.USER
             # local_shell_call_output names its call by ``id`` in the API reference.
             field = "call_id" if "call_id" in item or kind != "local_shell_call_output" else "id"
             call_id = text_field(FORMAT, index, item.get(field), field)
@@ -340,7 +325,7 @@ class _ResponsesReader(StreamReader[Message]):
                 call[4] = True
                 joins.append(call[2])
                 out.tool_names[f"m{index}"] = call[3]
-            text, cost = _output(pricer, index, item, kind)
+            text, cost = output_item(pricer, index, item, kind)
         elif kind == "mcp_approval_request":
             request = text_field(FORMAT, index, item.get("id"), "id")
             approvals = state["approvals"]
@@ -350,7 +335,7 @@ class _ResponsesReader(StreamReader[Message]):
             else:
                 register.append(("approvals", request, None))
             opener = True
-            text, cost = _as_text(pricer, kind, item)
+            text, cost = as_text(pricer, kind, item)
         elif kind == "mcp_approval_response":
             role = Role.USER
             request = text_field(
@@ -369,15 +354,15 @@ class _ResponsesReader(StreamReader[Message]):
             else:
                 approval[1] = True
                 joins.append(approval[0])
-            text, cost = _as_text(pricer, kind, item)
+            text, cost = as_text(pricer, kind, item)
         elif kind == "compaction":
             pinned = True
             content = text_field(FORMAT, index, item.get("encrypted_content"), "encrypted_content")
             text, cost = "[compaction]", pricer.text(content)
         elif kind == "image_generation_call":
-            text, cost = "[image_generation_call]", _generated_image(index, item)
+            text, cost = "[image_generation_call]", generated_image(index, item)
         else:  # hosted items and types cutctx does not know: priced whole, never edited
-            text, cost = _as_text(pricer, kind, item)
+            text, cost = as_text(pricer, kind, item)
             carrier = item.get("call_id")
             if kind not in _HOSTED and isinstance(carrier, str):
                 carried = state["carriers"].get(carrier)
@@ -443,49 +428,6 @@ def _settled(message: object) -> bool:
     return field_of(message, "type") != "reasoning"
 
 
-def _call(pricer: Pricer, index: int, item: dict[str, Any], kind: str) -> tuple[str, int, str]:
-    """Render and price a call; return its tool's name (or the call's type) too."""
-    argument = _ARGUMENTS.get(kind)
-    if argument is None:
-        text, cost = _as_text(pricer, kind, item)
-        return text, cost, kind
-    name = text_field(FORMAT, index, item.get("name"), "name")
-    arguments = text_field(FORMAT, index, item.get(argument), argument)
-    return f"[tool call {name} {arguments}]", pricer.text(name) + pricer.text(arguments), name
-
-
-def _output(pricer: Pricer, index: int, item: dict[str, Any], kind: str) -> tuple[str, int]:
-    """Render and price an output item."""
-    output = item.get("output")
-    if kind in ("function_call_output", "custom_tool_call_output"):
-        return _parts(pricer, index, output, "output")
-    if kind in _MASKABLE:
-        if output is None:
-            return "", 0
-        text = text_field(FORMAT, index, output, "output")
-        return text, pricer.text(text)
-    if kind == "computer_call_output":
-        screenshot = check_dict(FORMAT, index, output, "output")
-        return "[screenshot]", openai_image_tokens(screenshot.get("image_url"), None)
-    return _as_text(pricer, kind, item)
-
-
-def _kind(index: int, item: dict[str, Any]) -> str:
-    """Return the item's type: ``message`` for a bare ``role``, ``item_reference`` for a bare id.
-
-    The API lets both omit ``type``.
-    """
-    kind = item.get("type")
-    if kind is None:
-        if "role" in item:
-            return "message"
-        if "id" in item:
-            return "item_reference"
-    if not isinstance(kind, str):
-        raise fail(FORMAT, index, "the item has no string type", type=shown(kind))
-    return kind
-
-
 def from_transcript[M: Message](
     view: Transcript | CompactedTranscript, binding: Binding[M]
 ) -> list[M]:
@@ -521,81 +463,3 @@ def count_tokens(
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
     """
     return OPENAI_RESPONSES.count_tokens(messages, estimator=estimator, system=system)
-
-
-def _message(
-    pricer: Pricer, index: int, item: dict[str, Any], *, strict: bool
-) -> tuple[Role, str, int]:
-    role = item.get("role")
-    kind = _ROLES.get(role) if isinstance(role, str) else None
-    if kind is None:
-        raise fail(FORMAT, index, f"unknown role {shown(role)}", role=shown(role))
-    content = item.get("content")
-    if strict and kind is Role.USER and is_empty(content):
-        raise fail(FORMAT, index, "a user message must have content")
-    text, cost = _parts(pricer, index, content, "content")
-    return kind, text, cost
-
-
-def _as_text(pricer: Pricer, kind: str, item: dict[str, Any]) -> tuple[str, int]:
-    """Render and price an item cutctx never edits by its compact JSON, as text."""
-    body = as_json(item)
-    return f"[{kind}] {body}", pricer.text(body)
-
-
-def _generated_image(index: int, item: dict[str, Any]) -> int:
-    """Price a generated image (base64 in ``result``) as an input image of its size."""
-    result = item.get("result")
-    if result is None:
-        return 0
-    data = text_field(FORMAT, index, result, "result")
-    return openai_image_tokens(f"data:image/png;base64,{data}", None)
-
-
-def _reasoning(pricer: Pricer, index: int, item: dict[str, Any]) -> tuple[str, int]:
-    """Price a reasoning item by its summary and content texts.
-
-    ``encrypted_content`` is opaque and not priced.
-    """
-    texts: list[str] = []
-    for field in ("summary", "content"):
-        blocks = item.get(field)
-        if blocks is None:
-            continue
-        if not isinstance(blocks, list | tuple):
-            raise fail(FORMAT, index, f"{field} must be a list, got {type(blocks).__name__}")
-        for position, value in enumerate(blocks):
-            block = check_dict(FORMAT, index, value, f"{field}[{position}]")
-            texts.append(text_field(FORMAT, index, block.get("text"), f"{field}[{position}].text"))
-    return joined(texts), sum(pricer.text(text) for text in texts)
-
-
-def _parts(pricer: Pricer, index: int, content: object, name: str) -> tuple[str, int]:
-    """Render and price a message's ``content`` or an output's ``output``."""
-    return render_content(
-        FORMAT,
-        pricer,
-        index,
-        content,
-        name,
-        partial(_part, pricer, index),
-    )
-
-
-def _part(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, int]:
-    """Render and price one part: text, refusal, image, audio, file or another type."""
-    part = check_dict(FORMAT, index, value, where)
-    kind = part.get("type")
-    if kind in _TEXT_PARTS:
-        field = "refusal" if kind == "refusal" else "text"
-        text = text_field(FORMAT, index, part.get(field), f"{where}.{field}")
-        return text, pricer.text(text)
-    if kind == "input_image":
-        return "[image]", openai_image_tokens(part.get("image_url"), part.get("detail"))
-    if kind == "input_audio":
-        return "[audio]", AUDIO_TOKENS
-    if kind == "input_file":
-        return "[file]", FILE_TOKENS
-    if isinstance(kind, str):
-        return f"[{kind}]", pricer.text(as_json(part))
-    raise fail(FORMAT, index, f"{where} has no string type")
