@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import json
 from typing import Any, cast
 
 import pytest
@@ -312,25 +311,6 @@ HOSTILE: dict[str, tuple[Any, int | None, str]] = {
         "success or error",
     ),
 }
-
-
-class TestReader:
-    def test_answers_in_the_next_chunk_are_read_as_in_the_whole_history(self) -> None:
-        whole = BEDROCK_CONVERSE.reader(estimator=WORDS).read(agent(), final=True)
-        first = BEDROCK_CONVERSE.reader(estimator=WORDS)
-        head = first.read(agent()[:2])
-        rest = BEDROCK_CONVERSE.reader(estimator=WORDS)
-        rest.setstate(json.loads(json.dumps(first.getstate())))
-        tail = rest.read(agent()[2:], final=True)
-        assert (*head.turns, *tail.turns) == whole.turns
-        assert {**head.parts, **tail.parts} == dict(whole.parts)
-
-    def test_a_call_cut_off_from_its_answer_by_a_chunk_is_refused(self) -> None:
-        reader = BEDROCK_CONVERSE.reader()
-        reader.read(agent()[:2])
-        with pytest.raises(ValidationError, match="has no toolResult") as caught:
-            reader.read([user({"text": "no answer"})], final=True)
-        assert caught.value.details["index"] == 1
 
 
 class TestHostileInput:

@@ -415,27 +415,6 @@ HOSTILE: dict[str, tuple[list[Any], int | None, str]] = {
 }
 
 
-class TestReader:
-    def test_answers_in_the_next_chunk_are_read_as_in_the_whole_history(self) -> None:
-        whole = GEMINI.reader(estimator=WORDS).read(agent(), final=True)
-        first = GEMINI.reader(estimator=WORDS)
-        head = first.read(agent()[:2])
-        rest = GEMINI.reader(estimator=WORDS)
-        rest.setstate(json.loads(json.dumps(first.getstate())))
-        tail = rest.read(agent()[2:], final=True)
-        assert (*head.turns, *tail.turns) == whole.turns
-        assert {**head.parts, **tail.parts} == dict(whole.parts)
-
-    def test_a_call_cut_off_from_its_answer_by_a_chunk_is_refused(self) -> None:
-        reader = GEMINI.reader()
-        reader.read(agent()[:2])
-        with pytest.raises(
-            ValidationError, match="is not answered by a function_response"
-        ) as caught:
-            reader.read([user({"text": "no answer"})], final=True)
-        assert caught.value.details["index"] == 1
-
-
 class TestHostileInput:
     @pytest.mark.parametrize("case", sorted(HOSTILE))
     def test_is_refused_with_a_one_line_error_naming_the_content(self, case: str) -> None:

@@ -18,6 +18,11 @@ from cutctx.formats import (
     Rendered,
     Scanned,
 )
+from tests.unit.formats.helpers import WORDS
+from tests.unit.formats.test_bedrock_converse import agent as converse_agent
+from tests.unit.formats.test_bedrock_converse import user as converse_user
+from tests.unit.formats.test_gemini import agent as gemini_agent
+from tests.unit.formats.test_gemini import user as gemini_user
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
 CHAT: list[dict[str, Any]] = [
@@ -113,6 +118,50 @@ class TestReader:
         read = OPENAI_CHAT.scan(CHAT[:1], estimator=OPENAI_CHAT.pricer(None).estimator, offset=4)
         assert [turn.turn_id for turn in read.turns] == ["m4"]
         assert read.parts["m4"].index == 4
+
+
+CUT_OFF: list[tuple[Format[Any], Any, dict[str, Any], str]] = [
+    (
+        GEMINI,
+        gemini_agent,
+        gemini_user({"text": "no answer"}),
+        "is not answered by a function_response",
+    ),
+    (
+        BEDROCK_CONVERSE,
+        converse_agent,
+        converse_user({"text": "no answer"}),
+        "has no toolResult",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fmt", "agent", "other", "words"), CUT_OFF)
+class TestChunks:
+    """A history cut into chunks reads as the whole one: answers that arrive in the next chunk
+    pair with their calls, and a call the next chunk leaves unanswered is refused at its index."""
+
+    def test_answers_in_the_next_chunk_are_read_as_in_the_whole_history(
+        self, fmt: Format[Any], agent: Any, other: dict[str, Any], words: str
+    ) -> None:
+        del other, words
+        whole = fmt.reader(estimator=WORDS).read(agent(), final=True)
+        first = fmt.reader(estimator=WORDS)
+        head = first.read(agent()[:2])
+        rest = fmt.reader(estimator=WORDS)
+        rest.setstate(json.loads(json.dumps(first.getstate())))
+        tail = rest.read(agent()[2:], final=True)
+        assert (*head.turns, *tail.turns) == whole.turns
+        assert {**head.parts, **tail.parts} == dict(whole.parts)
+
+    def test_a_call_cut_off_from_its_answer_by_a_chunk_is_refused(
+        self, fmt: Format[Any], agent: Any, other: dict[str, Any], words: str
+    ) -> None:
+        reader = fmt.reader()
+        reader.read(agent()[:2])
+        with pytest.raises(ValidationError, match=words) as caught:
+            reader.read([other], final=True)
+        assert caught.value.details["index"] == 1
 
 
 class TestLegacyReader:
