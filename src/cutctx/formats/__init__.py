@@ -89,7 +89,6 @@ type FormatName = Literal[
     "openai_responses",
     "anthropic",
     "gemini",
-    "hooks_of",
     "bedrock_converse",
     "langchain",
     "pydantic_ai",

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import pytest
 from baseaicore import ValidationError
 
 from cutctx import ContextWindow, compact_messages
-from cutctx.formats import ENTRY_POINT_GROUP, available, resolve
+from cutctx.formats import ENTRY_POINT_GROUP, NAMES, FormatName, available, resolve
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -59,6 +59,13 @@ def installed(tmp_path: Path) -> Iterator[Path]:
 
 
 class TestRegistry:
+    def test_format_name_names_every_built_in_format_and_nothing_else(self) -> None:
+        """The ``FormatName`` literal a type checker holds a name to is the built-in providers'
+        formats and the frameworks', in the order ``NAMES`` and the frameworks give them."""
+        assert get_args(FormatName.__value__) == (*NAMES, "langchain", "pydantic_ai")
+        for name in get_args(FormatName.__value__):
+            assert resolve(name).name == name
+
     def test_an_installed_format_is_named_like_a_built_in_one(self, installed: Path) -> None:
         del installed
         fmt = resolve("echo_chat")
