@@ -26,12 +26,24 @@ from cutctx import (
     TokenizerEstimator,
     TranscriptTurn,
     WindowStats,
+    compact_messages,
     default_messages_policy,
 )
 from cutctx._loop.codec import PROBES, seal
-from cutctx.formats import ANTHROPIC, OPENAI_CHAT, Format, anthropic, openai_chat, openai_responses
+from cutctx.formats import (
+    ANTHROPIC,
+    OPENAI_CHAT,
+    Format,
+    FormatName,
+    anthropic,
+    openai_chat,
+    openai_responses,
+    resolve,
+)
 from cutctx.formats._common import SUMMARY_LABEL
+from tests.bedrock_validators import bedrock_problems
 from tests.format_validators import anthropic_problems, chat_problems
+from tests.gemini_validators import gemini_problems
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -92,6 +104,15 @@ def session(fmt: str, steps: int, *, seed: int = 3) -> Iterator[list[dict[str, A
             history.append({"role": "assistant", "content": f"note {step}"})
             history.append({"role": "user", "content": f"go on {step}"})
         yield list(history)
+
+
+def block_problems(fmt: str, request: list[dict[str, Any]]) -> list[str]:
+    """What the independent validators of ``fmt`` (Gemini, Converse, Anthropic) find wrong."""
+    if fmt == "gemini":
+        return gemini_problems(request)
+    if fmt == "bedrock_converse":
+        return bedrock_problems(request)
+    return anthropic_problems(request)
 
 
 def problems(fmt: str, request: list[dict[str, Any]]) -> list[str]:
@@ -1491,6 +1512,42 @@ class TestObservations:
         assert last.report.masked_turn_ids
         assert request[1] is history[1]  # the question: an unmarked user message, as given
         assert request[-1] is history[-1]
+
+    @pytest.mark.parametrize("fmt", ["gemini", "bedrock_converse", "anthropic"])
+    def test_observations_in_block_formats_are_masked_into_valid_requests(
+        self, fmt: FormatName
+    ) -> None:
+        """A user content marked by ``observation=`` in a format of block lists (Gemini's
+        parts, Converse's and Anthropic's content) is masked whole into one text block: the
+        window and ``compact_messages`` send valid requests within the window, never a
+        traceback from the render."""
+        field, model = ("parts", "model") if fmt == "gemini" else ("content", "assistant")
+
+        def block(value: str) -> dict[str, Any]:
+            return {"type": "text", "text": value} if fmt == "anthropic" else {"text": value}
+
+        def observed_block(message: dict[str, Any]) -> bool:
+            return str(message[field][0]["text"]).startswith("OBSERVATION")
+
+        history: list[dict[str, Any]] = [{"role": "user", field: [block("Fix the build.")]}]
+        for step in range(12):
+            history.append({"role": model, field: [block(f"Step {step}: run the tests.")]})
+            output = f"OBSERVATION: run {step}\n" + "a failing line of output\n" * 120
+            history.append({"role": "user", field: [block(output)]})
+        before = copy.deepcopy(history)
+        window = ContextWindow(
+            fmt, estimator=CHARS, max_tokens=6000, keep_first=1, observation=observed_block
+        )
+        done = compact_messages(
+            history, max_tokens=6000, format=fmt, estimator=CHARS, observation=observed_block
+        )
+        module = resolve(fmt)
+        for request in (window.prepare(history), done.messages):
+            assert module.count_tokens(request, estimator=CHARS) <= 6000
+            assert block_problems(fmt, request) == []
+            assert any("[tool result masked by cutctx]" in str(m[field][0]) for m in request)
+            assert request[0] is history[0]
+        assert history == before
 
     def test_a_masked_observation_can_be_recalled(self) -> None:
         window = ContextWindow(

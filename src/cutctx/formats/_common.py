@@ -53,6 +53,7 @@ __all__ = [
     "Pricer",
     "SupportsModelDump",
     "as_view",
+    "block_pieces",
     "check_dict",
     "collect",
     "fail",
@@ -401,6 +402,41 @@ def _close(fmt: str, piece: Piece | None) -> None:
             piece.index,
             f"the view holds {piece.seen} of the message's {piece.siblings} turns",
         )
+
+
+def block_pieces(
+    fmt: str,
+    view: object,
+    binding: Binding[Any],
+    *,
+    field: str,
+    summary: Callable[[str], dict[str, Any]],
+    masked: Callable[[Any, str], Any],
+) -> list[tuple[dict[str, Any], int, int]]:
+    """Return a view's messages and summaries in order, each with its cost and source index.
+
+    For a format whose message keeps its blocks in one list, ``field`` (Gemini's ``parts``,
+    Converse's ``content``), each block ``{"text": ...}`` when it is text. A summary is
+    ``summary(summary_text(text))`` at index ``-1``. A message with masked results is a copy
+    whose block at each masked position is ``masked(block, stub)``. An observation masked or
+    excerpted whole (``observation=``; the position ``None``) is a copy holding its stub as its
+    one text block. Kept messages are the binding's own.
+    """
+    built: list[tuple[dict[str, Any], int, int]] = []
+    for piece in collect(fmt, view, binding):
+        if piece.index is None:
+            built.append((summary(summary_text(piece.text)), piece.cost, -1))
+            continue
+        message = binding.messages[piece.index]
+        if None in piece.masked:
+            message = {**message, field: [{"text": piece.masked[None]}]}
+        elif piece.masked:
+            blocks = list(message[field])
+            for position, stub in piece.masked.items():
+                blocks[cast("int", position)] = masked(blocks[cast("int", position)], stub)
+            message = {**message, field: blocks}
+        built.append((message, piece.cost, piece.index))
+    return built
 
 
 def stub_content(original: object, stub: str, part_type: str) -> object:

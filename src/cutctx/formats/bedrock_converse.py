@@ -44,15 +44,14 @@ from cutctx.formats._common import (
     Binding,
     Message,
     Pricer,
+    block_pieces,
     check_dict,
-    collect,
     fail,
     field_of,
     framed_content,
     joined,
     restore,
     shown,
-    summary_text,
     system_turn,
     text_field,
 )
@@ -146,22 +145,14 @@ class _BedrockConverse(Format[Message], WindowHooks[Message], Presentation):
     def render(
         self, view: Transcript | CompactedTranscript, binding: Binding[Message]
     ) -> Rendered[Message]:
-        built: list[tuple[dict[str, Any], int, int]] = []
-        for piece in collect(FORMAT, view, binding):
-            if piece.index is None:
-                summary = {"role": "user", "content": [{"text": summary_text(piece.text)}]}
-                built.append((summary, piece.cost, -1))
-                continue
-            message = binding.messages[piece.index]
-            if piece.masked:
-                content = list(message["content"])
-                for position, stub in piece.masked.items():
-                    assert position is not None  # noqa: S101 - results are split by block
-                    result = dict(content[position]["toolResult"])
-                    result["content"] = [{"text": stub}]
-                    content[position] = {"toolResult": result}
-                message = {**message, "content": content}
-            built.append((message, piece.cost, piece.index))
+        built = block_pieces(
+            FORMAT,
+            view,
+            binding,
+            field="content",
+            summary=lambda text: {"role": "user", "content": [{"text": text}]},
+            masked=_masked_result,
+        )
         messages, costs, merged = _alternate(built)
         return Rendered(restore(binding, messages), costs, merged)
 
@@ -325,6 +316,11 @@ def _system(system: object, pricer: Pricer) -> tuple[str, int]:
         texts.append(text)
         cost += pricer.text(text)
     return joined([text for text in texts if text]), cost
+
+
+def _masked_result(block: Mapping[str, Any], stub: str) -> dict[str, Any]:
+    """Return a ``toolResult`` block whose content is the stub (its id and status kept)."""
+    return {"toolResult": {**block["toolResult"], "content": [{"text": stub}]}}
 
 
 def _alternate(

@@ -38,13 +38,12 @@ from cutctx.formats._common import (
     Binding,
     Message,
     Pricer,
-    collect,
+    block_pieces,
     fail,
     framed_content,
     joined,
     restore,
     shown,
-    summary_text,
     system_turn,
 )
 from cutctx.formats._format import Format, Presentation, Rendered, WindowHooks
@@ -146,20 +145,14 @@ class _Gemini(Format[Message], WindowHooks[Message], Presentation):
     def render(
         self, view: Transcript | CompactedTranscript, binding: Binding[Message]
     ) -> Rendered[Message]:
-        built: list[tuple[dict[str, Any], int, int]] = []
-        for piece in collect(FORMAT, view, binding):
-            if piece.index is None:
-                summary = {"role": "user", "parts": [{"text": summary_text(piece.text)}]}
-                built.append((summary, piece.cost, -1))
-                continue
-            message = binding.messages[piece.index]
-            if piece.masked:
-                parts = list(message["parts"])
-                for position, stub in piece.masked.items():
-                    assert position is not None  # noqa: S101 - responses are split by part
-                    parts[position] = _masked(parts[position], stub)
-                message = {**message, "parts": parts}
-            built.append((message, piece.cost, piece.index))
+        built = block_pieces(
+            FORMAT,
+            view,
+            binding,
+            field="parts",
+            summary=lambda text: {"role": "user", "parts": [{"text": text}]},
+            masked=_masked,
+        )
         messages, costs, merged = _order(built)
         return Rendered(restore(binding, messages), costs, merged)
 
