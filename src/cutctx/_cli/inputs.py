@@ -174,9 +174,8 @@ def _conversation(name: str, data: object, fmt: str | None, *, jsonl: bool) -> C
                         f"got {type(messages).__name__}"
                     )
                 chosen = given or detect(messages, data)
-                field = presentation_of(
-                    chosen
-                ).system_field  # Chat Completions keeps its system in the list
+                # Chat Completions keeps its system in the list: no field
+                field = presentation_of(chosen).system_field
                 system = data.get(field) if field is not None else None
                 return Conversation(name, messages, chosen, data, key, system)
     raise CliError(

@@ -492,7 +492,8 @@ def _indices(runs: object, index_of: dict[str, int], count: int) -> list[int]:
     """Return the turn indices of saved ``runs`` (``[first turn id, how many turns]`` each).
 
     Raises:
-        ValueError: for a run that is not one, or that runs past the ``count`` turns held.
+        ValueError, TypeError, KeyError: for a run that is not one, names a turn the history
+            lacks, or runs past the ``count`` turns held.
     """
     if not isinstance(runs, list):
         raise TypeError("runs must be a list")
