@@ -126,9 +126,8 @@ class Planner:
     def budget_for(self, history: Transcript) -> CompactionBudget:
         """Return the budget a plan over ``history`` is held to: ``compact_to`` or the floor."""
         settings = self._settings
-        hard = CompactionBudget(settings.max_tokens, settings.protected)
         return CompactionBudget(
-            max(settings.to, layout(history, hard).untouchable_tokens),
+            max(settings.to, layout(history, self.hard).untouchable_tokens),
             settings.protected,
             max_result_tokens=settings.cap,
         )
@@ -142,8 +141,7 @@ class Planner:
             ValidationError: if a policy returns no plan, or asks to summarize more than
                 ``summary_input_tokens``.
         """
-        settings = self._settings
-        hard = CompactionBudget(settings.max_tokens, settings.protected)
+        settings, hard = self._settings, self.hard
         shape = layout(current, hard)
         if shape.untouchable_tokens > settings.max_tokens:
             flags = shape.untouchable
@@ -282,15 +280,18 @@ class Planner:
         """
         return self._settings.max_tokens - self._headroom
 
+    @property
+    def hard(self) -> CompactionBudget:
+        """The budget a request is laid out under: ``max_tokens``, the protected tail."""
+        return CompactionBudget(self._settings.max_tokens, self._settings.protected)
+
     def units(self, turns: Sequence[TranscriptTurn]) -> Units:
         """Return the exchanges of ``turns`` under the window's protected tail."""
-        hard = CompactionBudget(self._settings.max_tokens, self._settings.protected)
-        return layout(Transcript(tuple(turns)), hard).units
+        return layout(Transcript(tuple(turns)), self.hard).units
 
     def bare(self, view: Sequence[TranscriptTurn]) -> bool:
         """Whether ``view`` holds nothing but untouchable turns (and the exchanges they hold)."""
-        units = self.units(view)
-        return all(units.locked[unit] for unit in units.unit_of)
+        return _only_locked(self.units(view))
 
     def merged(self, view: Sequence[TranscriptTurn], ledger: Ledger) -> list[int]:
         """Return the held turns of lone user messages the format would merge behind another.
@@ -354,7 +355,11 @@ def _bare(made: Stages, hard: CompactionBudget, read: Transcript | None = None) 
         return False
     source = transcript if read is None else read
     kept = tuple(turn for turn in source.turns if turn.turn_id not in removed)
-    units = layout(Transcript(kept), hard).units
+    return _only_locked(layout(Transcript(kept), hard).units)
+
+
+def _only_locked(units: Units) -> bool:
+    """Whether every exchange of ``units`` is locked (holds an untouchable turn)."""
     return all(units.locked[unit] for unit in units.unit_of)
 
 

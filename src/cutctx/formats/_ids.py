@@ -26,6 +26,11 @@ __all__ = ["NO_IDS", "first_use", "ids_log", "taken_ids", "with_ids"]
 NO_IDS: Final = ""  # the log of a history that has used no id
 
 
+def _entry(call_id: object, index: int) -> str:
+    """Return the log's entry for ``call_id``, first used by message ``index``."""
+    return f"\n{json.dumps(call_id)}\t{index}"
+
+
 def first_use(log: str, call_id: str) -> int | None:
     """Return the index of the message that first used ``call_id``, or ``None`` if none did."""
     needle = f"\n{json.dumps(call_id)}\t"
@@ -39,7 +44,7 @@ def first_use(log: str, call_id: str) -> int | None:
 
 def with_ids(log: str, call_ids: Iterable[str], index: int) -> str:
     """Return ``log`` with ``call_ids``, first used by message ``index``, added."""
-    return log + "".join(f"\n{json.dumps(call_id)}\t{index}" for call_id in call_ids)
+    return log + "".join(_entry(call_id, index) for call_id in call_ids)
 
 
 def taken_ids(fmt: str, state: dict[str, Any]) -> dict[str, Any]:
@@ -63,5 +68,5 @@ def ids_log(value: object) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and all(type(index) is int for index in value.values()):
-        return "".join(f"\n{json.dumps(call_id)}\t{index}" for call_id, index in value.items())
+        return "".join(_entry(call_id, index) for call_id, index in value.items())
     return None
