@@ -84,6 +84,37 @@ class Session:
     needed: list[tuple[str, str]]  # (fact line, digest of the result holding it), per step
 
 
+def exchange(step: int, tool: str, text: str | None, result: str) -> list[dict[str, Any]]:
+    """Return step ``step``'s assistant call of ``tool`` (with ``text``) and its ``result``."""
+    call = f"call_{step}"
+    return [
+        {
+            "role": "assistant",
+            "content": text,
+            "tool_calls": [
+                {
+                    "id": call,
+                    "type": "function",
+                    "function": {"name": tool, "arguments": json.dumps({"n": step})},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call, "content": result},
+    ]
+
+
+def draw(
+    rng: random.Random, facts: Sequence[Sequence[tuple[str, str]]], step: int
+) -> tuple[str, str]:
+    """Return the fact request ``step`` needs: the first one at step 0, then, with probability
+    ``RECENT_SHARE``, one of the last ``RECENT`` steps' facts, else any earlier step's."""
+    if step == 0:
+        return facts[0][0]
+    earlier = facts[:step]  # the steps before this one
+    pool = earlier[-RECENT:] if rng.random() < RECENT_SHARE else earlier
+    return rng.choice(rng.choice(pool))
+
+
 def session(steps: int, seed: int = SEED) -> Session:
     """Return a seeded session of ``steps`` tool steps with planted facts."""
     rng = random.Random(seed)
@@ -104,30 +135,11 @@ def session(steps: int, seed: int = SEED) -> Session:
             lines.insert(rng.randrange(len(lines) + 1), line)
             planted.append(line)
         body = "\n".join(lines)
-        call = f"call_{step}"
-        messages.append(
-            {
-                "role": "assistant",
-                "content": f"Step {step}: reading the next log.",
-                "tool_calls": [
-                    {
-                        "id": call,
-                        "type": "function",
-                        "function": {"name": "read_log", "arguments": json.dumps({"n": step})},
-                    }
-                ],
-            }
-        )
-        messages.append({"role": "tool", "tool_call_id": call, "content": body})
+        messages.extend(exchange(step, "read_log", f"Step {step}: reading the next log.", body))
         digest = json_string_digest(body)
         facts.append([(line, digest) for line in planted])
         ends.append(len(messages))
-        if step == 0:
-            needed.append(facts[0][0])
-            continue
-        earlier = facts[:step]  # the results before this step's
-        pool = earlier[-RECENT:] if rng.random() < RECENT_SHARE else earlier
-        needed.append(rng.choice(rng.choice(pool)))
+        needed.append(draw(rng, facts, step))
     return Session(messages, ends, needed)
 
 
@@ -351,31 +363,11 @@ def customer_session(steps: int, seed: int = SEED + 2) -> Session:
                 record[rng.choice(keys)] = line
                 planted.append(line)
             body = json.dumps(record, separators=(",", ":"))
-            call = f"call_{step}"
-            name = rng.choice(TOOLS)
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": call,
-                            "type": "function",
-                            "function": {"name": name, "arguments": json.dumps({"n": step})},
-                        }
-                    ],
-                }
-            )
-            messages.append({"role": "tool", "tool_call_id": call, "content": body})
+            messages.extend(exchange(step, rng.choice(TOOLS), None, body))
             digest = json_string_digest(body)
             facts.append([(line, digest) for line in planted if line in body])
         ends.append(len(messages))
-        if step == 0:  # a value written last is always in the body: every step has a fact
-            needed.append(facts[0][0])
-            continue
-        earlier = facts[:step]
-        pool = earlier[-RECENT:] if rng.random() < RECENT_SHARE else earlier
-        needed.append(rng.choice(rng.choice(pool)))
+        needed.append(draw(rng, facts, step))  # a value written last stays: each step has one
     return Session(messages, ends, needed)
 
 
