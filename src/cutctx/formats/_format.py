@@ -21,7 +21,7 @@ from cutctx.formats._common import (
     system_text,
     system_turn,
 )
-from cutctx.formats._reader import Reader, Scanned, StreamReader
+from cutctx.formats._reader import Reader, Scanned
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -108,9 +108,10 @@ class Format[M](ABC):
         del follows
         reader = self.reader(estimator=estimator, priority=priority, pin=pin)
         if offset:
-            if not isinstance(reader, StreamReader):
+            start = getattr(reader, "start", None)  # the built-in readers can start at an index
+            if not callable(start):
                 raise NotImplementedError(f"{type(self).__name__}.scan takes no offset")
-            reader.start(offset)
+            start(offset)
         return reader.read(messages, final=True)
 
     @abstractmethod

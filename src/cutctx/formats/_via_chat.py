@@ -117,21 +117,6 @@ class ViaChat[M](Format[M], WindowHooks[M], Presentation):
     ) -> Reader[M]:
         return _ViaChatReader(self, self.pricer(estimator).estimator, priority, pin)
 
-    def scan(
-        self,
-        messages: Sequence[M],
-        *,
-        estimator: TokenEstimator,
-        offset: int = 0,
-        follows: M | None = None,
-        priority: Callable[[int, dict[str, Any]], int] | None = None,
-        pin: Callable[[int, dict[str, Any]], bool] | None = None,
-    ) -> Scanned[M]:
-        del follows  # the reader carries its state instead
-        reader = _ViaChatReader(self, estimator, priority, pin)
-        reader.start(offset)
-        return reader.read(messages, final=True)
-
     def settled(self, message: M) -> bool:
         """Whether ``message`` keeps its turn when more come: one that sends nothing may not."""
         try:
