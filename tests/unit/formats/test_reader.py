@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from baseaicore import ValidationError
+from langchain_core.messages import HumanMessage
 
 from cutctx.formats import (
     ANTHROPIC,
@@ -15,9 +16,11 @@ from cutctx.formats import (
     OPENAI_CHAT,
     OPENAI_RESPONSES,
     Format,
+    Reader,
     Rendered,
     Scanned,
 )
+from cutctx.formats.langchain import LANGCHAIN
 from tests.unit.formats.helpers import WORDS
 from tests.unit.formats.test_bedrock_converse import agent as converse_agent
 from tests.unit.formats.test_bedrock_converse import user as converse_user
@@ -114,10 +117,31 @@ class TestReader:
         with pytest.raises(ValidationError, match="must be a list"):
             OPENAI_CHAT.reader().read("hi")  # type: ignore[arg-type]
 
-    def test_scan_with_an_offset_reads_indices_from_it(self) -> None:
-        read = OPENAI_CHAT.scan(CHAT[:1], estimator=OPENAI_CHAT.pricer(None).estimator, offset=4)
+    @pytest.mark.parametrize("fmt", [OPENAI_CHAT, LANGCHAIN])
+    def test_scan_with_an_offset_reads_indices_from_it(self, fmt: Format[Any]) -> None:
+        messages = CHAT[:1] if fmt is OPENAI_CHAT else [HumanMessage("look")]
+        read = fmt.scan(messages, estimator=OPENAI_CHAT.pricer(None).estimator, offset=4)
         assert [turn.turn_id for turn in read.turns] == ["m4"]
         assert read.parts["m4"].index == 4
+
+    def test_scan_with_an_offset_over_a_reader_that_cannot_start_there_says_so(self) -> None:
+        """A format whose reader has no ``start`` (a format of 0.1.0, read by ``scan``
+        through ``LegacyReader``) is read whole or not at all."""
+
+        class Delegating(Format[Any]):
+            @property
+            def name(self) -> str:
+                return "openai_chat"
+
+            def reader(self, **options: Any) -> Reader[Any]:
+                return ScanOnly().reader(**options)
+
+            def render(self, view: Any, binding: Any) -> Rendered[Any]:
+                raise NotImplementedError
+
+        with pytest.raises(NotImplementedError, match="takes no offset"):
+            Delegating().scan(CHAT[:1], estimator=OPENAI_CHAT.pricer(None).estimator, offset=1)
+        assert len(Delegating().scan(CHAT, estimator=OPENAI_CHAT.pricer(None).estimator).turns) == 3
 
 
 CUT_OFF: list[tuple[Format[Any], Any, dict[str, Any], str]] = [
