@@ -99,14 +99,35 @@ class ViaChat[M](Format[M], WindowHooks[M], Presentation):
         Raises:
             ValidationError: for a non-list, or a message that is not one of the framework's.
         """
+        kinds, read, refused = self.mapped(messages, offset)
+        if refused is not None:
+            raise refused
+        return kinds, read
+
+    def mapped(
+        self, messages: Sequence[M], offset: int
+    ) -> tuple[list[str], list[list[ChatMessage]], ValidationError | None]:
+        """Return the kind and Chat messages of each message up to the first refused one.
+
+        The refusal is returned, not raised: a reader lets a Chat rule the messages before it
+        break come first (a history is refused at its first bad message, however it was split).
+
+        Raises:
+            ValidationError: for ``messages`` that are not a list.
+        """
         if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
             raise fail(self.name, None, f"messages must be a list, got {type(messages).__name__}")
         kinds: list[str] = []
         read: list[list[ChatMessage]] = []
         for index, message in enumerate(messages, offset):
-            kinds.append(self.kind_of(index, message))
-            read.append(self.chat_of(index, message))
-        return kinds, read
+            try:
+                kind = self.kind_of(index, message)
+                chats = self.chat_of(index, message)
+            except ValidationError as error:
+                return kinds, read, error
+            kinds.append(kind)
+            read.append(chats)
+        return kinds, read, None
 
     def reader(
         self,
@@ -264,7 +285,7 @@ class _ViaChatReader[M](Reader[M]):
     def read(self, messages: Sequence[M], *, final: bool = False) -> Scanned[M]:
         fmt, state = self._fmt, self._state
         offset = int(state["count"])
-        kinds, mapped, refused = self._mapped(messages, offset)
+        kinds, mapped, refused = fmt.mapped(messages, offset)
         end = len(mapped)
         if not final and refused is None:  # a trailing message that sends nothing waits
             while end and not mapped[end - 1]:
@@ -297,29 +318,6 @@ class _ViaChatReader[M](Reader[M]):
             opener = [owners[new_chat["opener"]], renamed[new_chat["key"]]]
         self._state = {"count": offset + end, "chat": new_chat, "opener": opener, "before": before}
         return Scanned(tuple(turns), parts, sent, tuple(messages[:end]))
-
-    def _mapped(
-        self, messages: Sequence[M], offset: int
-    ) -> tuple[list[str], list[list[ChatMessage]], ValidationError | None]:
-        """Return the kind and Chat messages of each message up to the first refused one.
-
-        The refusal is returned, not raised: a Chat rule the messages before it break comes
-        first (a history is refused at its first bad message, however it was split).
-        """
-        fmt = self._fmt
-        if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
-            raise fail(fmt.name, None, f"messages must be a list, got {type(messages).__name__}")
-        kinds: list[str] = []
-        mapped: list[list[ChatMessage]] = []
-        for index, message in enumerate(messages, offset):
-            try:
-                kind = fmt.kind_of(index, message)
-                chats = fmt.chat_of(index, message)
-            except ValidationError as error:
-                return kinds, mapped, error
-            kinds.append(kind)
-            mapped.append(chats)
-        return kinds, mapped, None
 
     def _regroup(
         self,
