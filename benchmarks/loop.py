@@ -17,7 +17,8 @@ message — renders it in OpenAI Chat and Anthropic Messages form, and feeds it 
   restored with ``ContextWindow.from_state`` from the stored JSON text of the previous step's
   ``state()`` (the first step makes a new one), handed the stored history as ``window+stored``
   is, its state stored again; the restore, ``prepare``, ``state()`` and the state's JSON load
-  and dump are timed, and the state's size in bytes per message of the history is recorded;
+  and dump are timed (the window is not kept past its step, as a worker keeps nothing but the
+  stored text), and the state's size in bytes per message of the history is recorded;
 * ``naive`` and ``naive+summaries``: ``compact_messages`` over the full history on every step
   with ``max_tokens`` 80 % of the window: nothing changes while the history fits, and every step
   after it passes 80 % compacts it to 80 % again.
@@ -68,7 +69,7 @@ from typing import TYPE_CHECKING, Any
 
 import tiktoken
 
-from cutctx import ContextWindow, TokenizerEstimator, compact_messages
+from cutctx import ContextWindow, TokenizerEstimator, WindowStats, compact_messages
 from cutctx.formats import anthropic, openai_chat
 
 if not __package__:  # run as a script: the validators live in the repository's tests package
@@ -354,6 +355,9 @@ class StatelessLoop:
 
     The first step makes a new window; every step then prepares the history and stores
     ``json.dumps(window.state())``, as a stateless service keeps a window between requests.
+    Nothing else outlives a step: the window goes with it (its stats are kept for the report),
+    so the step after does not pay for freeing the history the window held, which a worker frees
+    with the request it served.
     """
 
     naive = False
@@ -363,7 +367,7 @@ class StatelessLoop:
         self.config = config
         self.summarizer = summarizer
         self.text: str | None = None
-        self.window: ContextWindow | None = None
+        self.stats: WindowStats | None = None
 
     def step(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Restore the window (or make the first), return the request, store the state."""
@@ -375,18 +379,18 @@ class StatelessLoop:
             )
         request = window.prepare(history)
         self.text = json.dumps(window.state())
-        self.window = window
+        self.stats = window.stats
         return request
 
     @property
     def compactions(self) -> int:
         """Compactions so far (the state carries the count)."""
-        return self.window.stats.compactions if self.window is not None else 0
+        return self.stats.compactions if self.stats is not None else 0
 
     @property
     def resets(self) -> int:
         """Resets so far (the state carries the count)."""
-        return self.window.stats.resets if self.window is not None else 0
+        return self.stats.resets if self.stats is not None else 0
 
 
 class NaiveLoop:

@@ -15,8 +15,9 @@ randomness, environment or global mutable state:
   out; the core never hands it a file);
 - digests and encodings: ``hashlib`` (stubs carry a SHA-256; group ids are digests),
   ``base64`` (allowed: a pure bytes-to-text transformation a wire format may need for a payload)
-  and ``marshal`` (the window's fingerprint writes messages as bytes with ``dumps``; the package
-  never hands it a file and never loads).
+  ``marshal`` (the window's fingerprint writes messages as bytes with ``dumps``; the package
+  never hands it a file and never loads) and ``struct`` (a window state packs its counts as
+  little-endian integers: numbers to bytes and back, nothing else).
 
 Not allowed: ``typing_extensions`` (not the standard library and not a declared dependency),
 ``decimal`` (its context is global mutable state), and everything that touches the world.
@@ -69,6 +70,7 @@ ALLOWED_MODULES = frozenset(
         "operator",
         "re",
         "string",
+        "struct",
         "types",
         "typing",
         "unicodedata",

@@ -25,6 +25,7 @@ from cutctx import (
     Transcript,
 )
 from cutctx._loop.codec import seal
+from cutctx._loop.packed import pack, unpack
 from cutctx._loop.state import Calibration
 from cutctx.formats import OPENAI_CHAT
 from tests.unit.test_window import session
@@ -226,14 +227,19 @@ class TestWindowState:
         assert restored.state() == window.state()
 
     @pytest.mark.parametrize("saved", ["dropped", "groups"])
-    def test_a_state_of_version_3_restores_and_continues(self, saved: str) -> None:
-        """A state written by the release before runs (tests/states/version3.json, made by
-        ``state()`` at that release: one id per dropped turn and per summary member) restores
-        and sends the requests the uninterrupted window sends."""
-        recorded = json.loads(STATES.joinpath("version3.json").read_text())[saved]
+    @pytest.mark.parametrize("version", [3, 4])
+    def test_a_state_of_an_earlier_version_restores_and_continues(
+        self, version: int, saved: str
+    ) -> None:
+        """A state written by an earlier release (tests/states/version3.json and version4.json,
+        made by ``state()`` at that release: version 3 with one id per dropped turn and per
+        summary member, version 4 with its prices, costs and digests as JSON lists) restores and
+        sends the requests the uninterrupted window sends."""
+        recorded = json.loads(STATES.joinpath(f"version{version}.json").read_text())[saved]
         state, steps = recorded["state"], recorded["steps"]
-        assert state["cutctx_window"] == 3
+        assert state["cutctx_window"] == version
         assert state["decisions"][saved]
+        assert isinstance(state["prices"], list)
         kwargs: dict[str, Any] = {"summarize": summarize} if saved == "groups" else {}
         live = ContextWindow("openai_chat", **SETTINGS, **kwargs)
         history = list(session("openai_chat", steps + 8))
@@ -244,7 +250,8 @@ class TestWindowState:
         for step in history[steps:]:
             assert restored.prepare(step) == live.prepare(step)
             restored = ContextWindow.from_state(json.loads(json.dumps(restored.state())), **kwargs)
-        assert restored.state()["cutctx_window"] == 4
+        assert restored.state()["cutctx_window"] == 5
+        assert restored.state() == live.state()
         assert restored.stats == live.stats
         assert restored.stats.resets == 0
 
@@ -437,7 +444,7 @@ class TestRestoreEdges:
         live = ContextWindow("openai_chat", **SETTINGS)
         live.prepare(steps[2])
         state = live.state()
-        state["prices"] = state["prices"][:-1]
+        state["prices"] = pack(unpack(state["prices"])[:-1])
         restored = ContextWindow.from_state(seal(state))
         with pytest.raises(ValidationError, match="the state does not fit the history"):
             restored.prepare(steps[-1])  # a compaction reads the old messages again
@@ -454,7 +461,7 @@ class TestTrustedButChecked:
     def test_an_edited_state_is_refused_by_its_digest(self) -> None:
         edits: list[Callable[[dict[str, Any]], object]] = [
             lambda s: s.update(request=[]),
-            lambda s: s.update(prices=[price // 3 for price in s["prices"]]),
+            lambda s: s.update(prices=pack([price // 3 for price in unpack(s["prices"])])),
             lambda s: s["request"].__setitem__(0, 10**6),
         ]
         for edit in edits:
@@ -467,8 +474,12 @@ class TestTrustedButChecked:
         edits: list[tuple[Callable[[dict[str, Any]], object], str]] = [
             (lambda s: s.update(request=[]), "an empty request"),
             (lambda s: s["request"].__setitem__(0, 10**6), "names message 1000000"),
-            (lambda s: s.update(costs=s["costs"][:-1]), "do not match"),
+            (lambda s: s.update(costs=pack(unpack(s["costs"])[:-1])), "do not match"),
             (lambda s: s.update(tokens=10**6), "at 1000000 tokens"),
+            (lambda s: s.update(prices="Z" + s["prices"][1:]), r"malformed state \(prices: "),
+            (lambda s: s.update(costs="H" + s["costs"][2:]), r"malformed state \(costs: "),
+            (lambda s: s.update(digests=s["digests"][:-1]), "digests are not digests"),
+            (lambda s: s.update(digests=["0" * 15]), "digests are not digests"),
         ]
         for edit, words in edits:
             state = self.state()

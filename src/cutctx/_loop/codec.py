@@ -1,15 +1,16 @@
 """A window's state as plain JSON data, and back: ``encode`` and ``decode`` of a ``WindowState``.
 
 The state carries the settings (as given), what the window has seen (how many messages and
-their fingerprint, not the messages), each held turn's price, the decisions (by turn id; the
-dropped turns and a summary's members as runs, ``[first turn id, how many turns]`` in the
-order the window holds them, so a long session's state stays small), the
-last request as a recipe (``i``: the history's message ``i`` as it is; ``["unmarked", i]``: that
-message without its ``sticky``/``priority`` keys; an object: a message the window made) with
-each message's short digest, the stats, the calibration, what the estimator counts of a probe
-text, and a digest of all of it over its canonical form (sorted keys), so an edit is seen
-whatever order a store gives the keys back in. A restored state is checked where it is cheap
-and trusted no further: the history it is handed must match its fingerprint.
+their fingerprint, not the messages), each held turn's price (the prices packed in one string:
+``packed.pack``), the decisions (by turn id; the dropped turns and a summary's members as runs,
+``[first turn id, how many turns]`` in the order the window holds them, so a long session's
+state stays small), the last request as a recipe (``i``: the history's message ``i`` as it is;
+``["unmarked", i]``: that message without its ``sticky``/``priority`` keys; an object: a
+message the window made) with each message's cost (packed) and short digest (the digests
+joined in one string), the stats, the calibration, what the estimator counts of a probe text,
+and a digest of all of it over its canonical form (sorted keys), so an edit is seen whatever
+order a store gives the keys back in. A restored state is checked where it is cheap and
+trusted no further: the history it is handed must match its fingerprint.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from baseaicore import ValidationError
 from cutctx._core.estimators import restored_estimator
 from cutctx._core.values import Action
 from cutctx._loop.ledger import Reading
+from cutctx._loop.packed import pack, unpack
 from cutctx._loop.request import WindowStats
 from cutctx._loop.settings import Settings
 from cutctx._loop.state import LOWEST_SLOPE, Calibration, Saved
-from cutctx._loop.step import digest_of, named
+from cutctx._loop.step import DIGEST_CHARS, digest_of, named
 from cutctx._policies.draft import estimator_marks
 from cutctx.formats import resolve
 
@@ -42,10 +44,11 @@ if TYPE_CHECKING:
 
 __all__ = ["PROBES", "Decoded", "check_policy", "decode", "encode", "probe_of", "seal"]
 
-STATE_VERSION: Final = 4
-# Version 3 wrote the dropped turns and a summary's members one id each (``"dropped"`` and a
-# group's ``"turn_ids"``); such a state is read as runs of one turn.
-_READABLE: Final = frozenset({3, STATE_VERSION})
+STATE_VERSION: Final = 5
+# Version 4 wrote the prices and the request's costs as lists of numbers and its digests as a
+# list of strings (read as they are); version 3 also wrote the dropped turns and a summary's
+# members one id each (``"dropped"`` and a group's ``"turn_ids"``), read as runs of one turn.
+_READABLE: Final = frozenset({3, 4, STATE_VERSION})
 _CALLABLES: Final = ("summarize", "priority", "pin", "observation")
 # What an estimator counts of these texts rides on the state: a restore under an estimator
 # that counts otherwise (another tokenizer, another per-message cost) is refused.
@@ -92,15 +95,15 @@ def encode(
         "probe": probe,
         "seen": seen,
         "head": ledger.head_prices(),
-        "prices": list(prices),
+        "prices": pack(prices),
         "firsts": firsts,
         "reading": None
         if reading is None or reading.state is None
         else [reading.count, reading.state],
         "decisions": decisions,
         "request": [_literal(item) for item in recipe],
-        "digests": list(digests),
-        "costs": list(costs),
+        "digests": "".join(digests),
+        "costs": pack(costs),
         "tokens": tokens,
         "held": held,
         "tail": tail,
@@ -362,6 +365,30 @@ def _ints(values: object, field: str) -> list[int]:
     return values
 
 
+def _counts(value: object, field: str) -> list[int]:
+    """Return the counts of a state's ``field``: packed (``packed.pack``) or a list of them."""
+    if isinstance(value, str):
+        try:
+            return unpack(value)
+        except ValueError as error:
+            raise ValidationError(
+                f"ContextWindow.from_state: malformed state ({field}: {error})",
+                details={"field": field},
+            ) from None
+    return _ints(value, field)
+
+
+def _digests(value: object) -> list[str]:
+    """Return the request's message digests: one string of them (or, before version 5, a list)."""
+    if isinstance(value, str) and not len(value) % DIGEST_CHARS:
+        return [value[start : start + DIGEST_CHARS] for start in range(0, len(value), DIGEST_CHARS)]
+    if isinstance(value, list) and all(
+        isinstance(digest, str) and len(digest) == DIGEST_CHARS for digest in value
+    ):
+        return value
+    raise _unfit("the request's digests are not digests")
+
+
 def _saved(data: dict[str, Any], calibration: Calibration) -> Saved:
     """Return the state's body, checked where it is cheap (counts, ranges, lengths)."""
     seen = data["seen"]
@@ -377,8 +404,8 @@ def _saved(data: dict[str, Any], calibration: Calibration) -> Saved:
             raise _unfit(f"the request holds {item!r:.40}")
     if count and not recipe:
         raise _unfit(f"an empty request for {count} messages")
-    costs, digests = _ints(data["costs"], "costs"), data["digests"]
-    if len(costs) != len(recipe) or not isinstance(digests, list) or len(digests) > len(recipe):
+    costs, digests = _counts(data["costs"], "costs"), _digests(data["digests"])
+    if len(costs) != len(recipe) or len(digests) > len(recipe):
         raise _unfit("the request's costs or digests do not match its messages")
     tokens, held = _int(data["tokens"], "tokens"), _int(data["held"], "held")
     top = _top(_int(data["max_tokens"], "max_tokens"), calibration)
@@ -403,11 +430,11 @@ def _saved(data: dict[str, Any], calibration: Calibration) -> Saved:
         data,
         count,
         str(seen["fingerprint"]),
-        _ints(data["prices"], "prices"),
+        _counts(data["prices"], "prices"),
         firsts,
         decisions,
         list(recipe),
-        [str(digest) for digest in digests],
+        digests,
         costs,
         tokens,
         bool(data["tail"]),

@@ -36,7 +36,10 @@ if TYPE_CHECKING:
     from cutctx._loop.state import Saved, WindowState
     from cutctx.formats import Format, Scanned
 
-__all__ = ["Step", "digest_of", "named"]
+__all__ = ["DIGEST_CHARS", "Step", "digest_of", "named"]
+
+DIGEST_CHARS = 16
+"""The hex digits of a request message's digest (``digest_of``)."""
 
 
 _AS_SENT = (Action.KEEP, Action.MASK, Action.EXCERPT)
@@ -52,7 +55,9 @@ def digest_of(fmt: Format[Any], message: object) -> str:
     """Return the short digest of one request message a state compares the next one by."""
     # The canonical half: equal content whatever the order of its keys (a store's reordering).
     return (
-        Fingerprint.of([message], hooks_of(fmt).fingerprint_data).hexdigest().partition(".")[2][:16]
+        Fingerprint.of([message], hooks_of(fmt).fingerprint_data)
+        .hexdigest()
+        .partition(".")[2][:DIGEST_CHARS]
     )
 
 
