@@ -45,32 +45,52 @@ def excerpted(pricer: Pricer, index: int, result: Mapping[str, Any], excerpt: st
     return excerpt_content(
         result.get("content"),
         excerpt,
-        partial(block_of, pricer, index),
+        partial(block_of, pricer, index, within="tool_result"),
         _TEXT,
         "text",
         skip_empty=True,  # as ``blocks`` reads them
     )
 
 
-def blocks(pricer: Pricer, index: int, content: object, where: str) -> tuple[str, int]:
-    """Render and price content that is a string, a list of blocks, or absent."""
+def blocks(
+    pricer: Pricer, index: int, content: object, where: str, *, within: str | None = None
+) -> tuple[str, int]:
+    """Render and price content that is a string, a list of blocks, or absent.
+
+    ``within``: the kind of block the content is inside (``tool_result``, ``document`` or
+    ``search_result``), whose content holds no block of the kinds ``HOLDS_NO`` names.
+    """
     return render_content(
         FORMAT,
         pricer,
         index,
         content,
         where,
-        partial(block_of, pricer, index),
+        partial(block_of, pricer, index, within=within),
         skip_empty=True,
     )
 
 
-def block_of(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, int]:  # noqa: PLR0911 - one branch per block type reads best
-    """Render (for summarizers) and price one content block."""
+# The blocks a block's content cannot hold, as the Messages API has it: a tool result holds no
+# tool result, a document's or a search result's content only text and images. So content nests
+# at most three blocks deep (a tool result, a document in it, its text), however it is built.
+HOLDS_NO: Final = {
+    "tool_result": frozenset({"tool_result"}),
+    "document": frozenset({"tool_result", "document", "search_result"}),
+    "search_result": frozenset({"tool_result", "document", "search_result"}),
+}
+
+
+def block_of(  # noqa: PLR0911 - one branch per block type reads best
+    pricer: Pricer, index: int, value: object, where: str, *, within: str | None = None
+) -> tuple[str, int]:
+    """Render (for summarizers) and price one content block (inside a ``within`` block)."""
     block = check_dict(FORMAT, index, value, where)
     kind = block.get("type")
     if not isinstance(kind, str):
         raise fail(FORMAT, index, f"{where} has no string type")
+    if within is not None and kind in HOLDS_NO[within]:
+        raise fail(FORMAT, index, f"{where}: a {within} block cannot hold a {kind} block")
     if kind == "text":
         text = text_field(FORMAT, index, block.get("text"), f"{where}.text")
         return text, pricer.text(text)
@@ -89,7 +109,7 @@ def block_of(pricer: Pricer, index: int, value: object, where: str) -> tuple[str
             pricer.framing + pricer.text(name) + pricer.text(arguments),
         )
     if kind == "tool_result":
-        return blocks(pricer, index, block.get("content"), f"{where}.content")
+        return blocks(pricer, index, block.get("content"), f"{where}.content", within=kind)
     if kind == "image":
         return "[image]", anthropic_image_tokens(block.get("source"))
     if kind == "document":
@@ -122,7 +142,11 @@ def _document_tokens(pricer: Pricer, index: int, block: Mapping[str, Any], where
         if source.get("type") == "text" and isinstance(source.get("data"), str):
             return cost + pricer.text(source["data"])
         if source.get("type") == "content":
-            return cost + blocks(pricer, index, source.get("content"), f"{where}.source")[1]
+            content = source.get("content")
+            return (
+                cost
+                + blocks(pricer, index, content, f"{where}.source.content", within="document")[1]
+            )
     return cost + FILE_TOKENS
 
 
@@ -132,5 +156,6 @@ def _search_result(
     """Render and price a search result: its title, source and text blocks."""
     title = text_field(FORMAT, index, block.get("title"), f"{where}.title")
     source = text_field(FORMAT, index, block.get("source"), f"{where}.source")
-    text, cost = blocks(pricer, index, block.get("content"), f"{where}.content")
+    content = block.get("content")
+    text, cost = blocks(pricer, index, content, f"{where}.content", within="search_result")
     return joined([title, text]), pricer.text(title) + pricer.text(source) + cost

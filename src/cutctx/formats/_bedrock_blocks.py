@@ -105,6 +105,8 @@ def result_of(pricer: Pricer, index: int, body: object, where: str) -> tuple[str
             text = text_field(FORMAT, index, item, f"{place}.text")
         elif kind == "json":
             text = strict_json(index, item, f"{place}.json")
+        elif kind == "toolResult":  # the Converse API's tool results hold no tool result
+            raise fail(FORMAT, index, f"{place}: a toolResult cannot hold a toolResult")
         else:
             text, price = block_of(pricer, index, value, place)
             texts.append(text)

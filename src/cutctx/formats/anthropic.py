@@ -438,7 +438,8 @@ def _user(  # noqa: PLR0917 - one private call site
                 tool_use_id=call_id,
             )
         answered.add(call_id)
-        text, cost = blocks(pricer, index, block.get("content"), f"{where}.content")
+        content_of = block.get("content")
+        text, cost = blocks(pricer, index, content_of, f"{where}.content", within="tool_result")
         answers.append(Answer(position, text, cost, pending.get(call_id)))
     if not answers:
         text, cost = blocks(pricer, index, content, "content")

@@ -4,20 +4,26 @@ Values a JSON parser can produce but the formats cannot price (nesting past Pyth
 limit, integers too long to print, a part whose type is a list) and Python values no parser
 produces (a circular dict), in
 every format, through ``count_tokens`` and ``compact_messages``; and tool results holding lone
-surrogates, which are valid content and are masked like any other.
+surrogates, which are valid content and are masked like any other. Blocks that hold blocks
+(an Anthropic tool result, document or search result; a Bedrock ``toolResult``) hold none the
+provider refuses there, so content built to hold itself, or nested thousands of blocks deep, is
+refused by name rather than recursed into. A window refuses a message its state could not carry
+(one that holds itself, or nested past ``MAX_DEPTH``) and stays as it was.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 import pytest
 from baseaicore import ValidationError
 
-from cutctx import ObservationMaskingPolicy, TokenizerEstimator, compact_messages
-from cutctx.formats import anthropic, openai_chat, openai_responses
+from cutctx import ContextWindow, ObservationMaskingPolicy, TokenizerEstimator, compact_messages
+from cutctx._loop.jsondata import MAX_DEPTH
+from cutctx.formats import anthropic, bedrock_converse, openai_chat, openai_responses, resolve
 
 MODULES = [openai_chat, openai_responses, anthropic]
 
@@ -60,6 +66,206 @@ class TestUnpriceableValues:
         messages: list[Any] = CASES[case]
         with pytest.raises(ValidationError):
             compact_messages(messages, max_tokens=10, format=module.FORMAT)
+
+
+def holding_itself(block: dict[str, Any], key: str) -> dict[str, Any]:
+    """Return ``block`` with itself appended to the list under ``key`` (in the dict at its end)."""
+    inner: Any = block
+    *path, last = key.split(".")
+    for name in path:
+        inner = inner[name]
+    inner[last].append(block)
+    return block
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """Return a tool result ``depth`` tool results deep, a text at its heart."""
+    block: dict[str, Any] = {"type": "text", "text": "x"}
+    for _ in range(depth):
+        block = {"type": "tool_result", "tool_use_id": "t1", "content": [block]}
+    return block
+
+
+ANTHROPIC_USE = {
+    "role": "assistant",
+    "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}],
+}
+BEDROCK_USE = {
+    "role": "assistant",
+    "content": [{"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}}],
+}
+
+# Each: the format, the history, and the block the error names.
+NESTED: dict[str, tuple[str, list[Any], str]] = {
+    "an anthropic tool_result holding itself": (
+        "anthropic",
+        [
+            {"role": "user", "content": "Go."},
+            ANTHROPIC_USE,
+            {
+                "role": "user",
+                "content": [
+                    holding_itself(
+                        {"type": "tool_result", "tool_use_id": "t1", "content": []}, "content"
+                    )
+                ],
+            },
+        ],
+        "a tool_result block cannot hold a tool_result block",
+    ),
+    "an anthropic tool_result 5 000 deep": (
+        "anthropic",
+        [
+            {"role": "user", "content": "Go."},
+            ANTHROPIC_USE,
+            {"role": "user", "content": [nested(5_000)]},
+        ],
+        "a tool_result block cannot hold a tool_result block",
+    ),
+    "an anthropic document holding itself": (
+        "anthropic",
+        [
+            {
+                "role": "user",
+                "content": [
+                    holding_itself(
+                        {"type": "document", "source": {"type": "content", "content": []}},
+                        "source.content",
+                    )
+                ],
+            }
+        ],
+        "content[0].source.content[0]: a document block cannot hold a document block",
+    ),
+    "an anthropic search_result holding itself": (
+        "anthropic",
+        [
+            {
+                "role": "user",
+                "content": [
+                    holding_itself(
+                        {"type": "search_result", "source": "s", "title": "t", "content": []},
+                        "content",
+                    )
+                ],
+            }
+        ],
+        "a search_result block cannot hold a search_result block",
+    ),
+    "a bedrock toolResult holding itself": (
+        "bedrock_converse",
+        [
+            {"role": "user", "content": [{"text": "Go."}]},
+            BEDROCK_USE,
+            {
+                "role": "user",
+                "content": [
+                    holding_itself(
+                        {"toolResult": {"toolUseId": "t1", "content": []}}, "toolResult.content"
+                    )
+                ],
+            },
+        ],
+        "a toolResult cannot hold a toolResult",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NESTED))
+def test_a_block_nested_where_the_provider_refuses_it_is_refused_by_name(case: str) -> None:
+    fmt, messages, named = NESTED[case]
+    with pytest.raises(ValidationError, match=re.escape(named)):
+        resolve(fmt).count_tokens(messages)
+    with pytest.raises(ValidationError, match=re.escape(named)):
+        compact_messages(messages, max_tokens=10, format=resolve(fmt))
+    with pytest.raises(ValidationError, match=re.escape(named)):
+        ContextWindow(resolve(fmt), max_tokens=10_000).prepare(messages)
+
+
+def test_a_block_the_provider_allows_inside_another_still_reads() -> None:
+    """A tool result holding a document of text blocks: read, and its text priced."""
+
+    def history(text: str) -> list[dict[str, Any]]:
+        source = {"type": "content", "content": [{"type": "text", "text": text}]}
+        document = {"type": "document", "source": source}
+        result = {"type": "tool_result", "tool_use_id": "t1", "content": [document]}
+        return [
+            {"role": "user", "content": "Go."},
+            ANTHROPIC_USE,
+            {"role": "user", "content": [result]},
+        ]
+
+    short, long = history("page"), history("page " * 400)
+    assert anthropic.count_tokens(long) > anthropic.count_tokens(short) + 300
+    assert compact_messages(short, max_tokens=10_000, format="anthropic").messages == short
+
+
+def deep_message(module: Any, depth: int) -> dict[str, Any]:
+    message = {"role": "user", "content": "Hi."}
+    extra: Any = "x"
+    for _ in range(depth - 1):  # the message itself is the first level
+        extra = [extra]
+    message["extra"] = extra
+    return message if module is not bedrock_converse else {**message, "content": [{"text": "Hi."}]}
+
+
+def holding_message(module: Any) -> dict[str, Any]:
+    message = deep_message(module, 2)
+    message["extra"].append(message)
+    return message
+
+
+WINDOW_MODULES = [openai_chat, openai_responses, anthropic, bedrock_converse]
+
+
+@pytest.mark.parametrize("module", WINDOW_MODULES, ids=lambda module: module.FORMAT)
+@pytest.mark.parametrize("case", ["holding itself", "nested past MAX_DEPTH"])
+def test_a_window_refuses_a_message_its_state_cannot_carry_and_stays_as_it_was(
+    module: Any, case: str
+) -> None:
+    """Refused at ``prepare`` with a short message naming it (not a hang, not a failing
+    ``state()``), and the window goes on as one that never saw it."""
+    bad = (
+        holding_message(module) if case == "holding itself" else deep_message(module, MAX_DEPTH + 1)
+    )
+    good = deep_message(module, 3)
+    reply = (
+        {"role": "assistant", "content": [{"text": "Hello."}]}
+        if module is bedrock_converse
+        else {"role": "assistant", "content": "Hello."}
+    )
+    window, fresh = (
+        ContextWindow(module.FORMAT, max_tokens=10_000),
+        ContextWindow(module.FORMAT, max_tokens=10_000),
+    )
+    window.prepare([good])
+    fresh.prepare([good])
+    with pytest.raises(ValidationError) as caught:
+        window.prepare([good, reply, bad])
+    text = str(caught.value)
+    assert text.startswith("ContextWindow: messages[2]['extra']")
+    assert (
+        "holds itself" if case == "holding itself" else f"deeper than {MAX_DEPTH} levels"
+    ) in text
+    assert len(text) < 300
+    assert window.state() == fresh.state()
+
+
+@pytest.mark.parametrize("module", WINDOW_MODULES, ids=lambda module: module.FORMAT)
+def test_a_message_nested_to_max_depth_has_a_state_that_restores(module: Any) -> None:
+    history = [deep_message(module, MAX_DEPTH)]
+    window = ContextWindow(module.FORMAT, max_tokens=10_000)
+    request = window.prepare(history)
+    restored = ContextWindow.from_state(json.loads(json.dumps(window.state())))
+    assert restored.prepare(history) == request
+
+
+def test_a_value_shared_by_two_branches_is_not_a_cycle() -> None:
+    shared = {"k": [1, 2]}
+    message = {"role": "user", "content": "Hi.", "a": shared, "b": [shared, shared]}
+    window = ContextWindow("openai_chat", max_tokens=10_000)
+    assert window.prepare([message]) == [message]
+    json.dumps(window.state())
 
 
 def test_a_format_too_long_to_print_is_named_briefly() -> None:
