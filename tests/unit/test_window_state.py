@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import functools
 import json
 import math
 import threading
@@ -463,6 +464,8 @@ class TestTrustedButChecked:
             lambda s: s.update(request=[]),
             lambda s: s.update(prices=pack([price // 3 for price in unpack(s["prices"])])),
             lambda s: s["request"].__setitem__(0, 10**6),
+            lambda s: s["stats"].update(itself=s),  # a dict no JSON text makes: it holds itself
+            lambda s: s.update(extra=functools.reduce(lambda inner, _: [inner], range(5_000), [])),
         ]
         for edit in edits:
             state = self.state()

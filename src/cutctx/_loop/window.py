@@ -115,12 +115,13 @@ class ContextWindow:
         if system is not None:
             check_json(system, "system")
         self._setup(resolve(format, owner="ContextWindow"), settings)
+        self._tune()
 
     def _setup(self, fmt: Format[Any], settings: Settings, *, version: int = 2) -> None:
         """Make the window's parts for ``fmt`` and ``settings`` (``from_state`` comes here too).
 
-        ``version`` is the messages default's, when no policy is given (a state of version 1
-        continues with it).
+        ``_tune`` then makes its planner. ``version`` is the messages default's, when no policy
+        is given (a state of version 1 continues with it).
         """
         self._format, self._settings = fmt, settings
         self._policy: CompactionPolicy = settings.policy or default_messages_policy(
@@ -145,7 +146,6 @@ class ContextWindow:
             WindowStats(),
             self._policy,
         )
-        self._tune()
 
     def _tune(self) -> None:
         """Hold the thresholds at the calibration's (the planner plans with them)."""

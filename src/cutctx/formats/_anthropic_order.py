@@ -100,7 +100,11 @@ def place_breakpoint(request: list[Any], stable: int, system: object) -> None:
     """
     if stable <= 0:
         return
-    markers = _markers(system) + sum(_markers(message.get("content")) for message in request)
+    markers = _markers(system)
+    for message in request:
+        content = message.get("content")
+        if isinstance(content, list | tuple):
+            markers += _markers(content)
     if markers >= _MAX_BREAKPOINTS:
         return
     message = request[stable - 1]
@@ -134,7 +138,9 @@ def _markers(content: object) -> int:
             if block.get("cache_control") is not None:
                 count += 1
             if block.get("type") == "tool_result":
-                count += _markers(block.get("content"))
+                inner = block.get("content")
+                if isinstance(inner, list | tuple):  # a string holds no marker
+                    count += _markers(inner)
     return count
 
 
