@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
-import functools
 import json
 import math
+import re
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +45,14 @@ def summarize(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) ->
     """A deterministic summarizer: what the version 3 state was made with."""
     del turns
     return f"summary of {len(request.turn_ids)} turns"
+
+
+def deep_list(depth: int) -> list[Any]:
+    """Return a list ``depth`` lists deep (deeper than ``json`` writes)."""
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
 
 
 def histories(steps: int = 60) -> list[list[dict[str, Any]]]:
@@ -465,7 +473,7 @@ class TestTrustedButChecked:
             lambda s: s.update(prices=pack([price // 3 for price in unpack(s["prices"])])),
             lambda s: s["request"].__setitem__(0, 10**6),
             lambda s: s["stats"].update(itself=s),  # a dict no JSON text makes: it holds itself
-            lambda s: s.update(extra=functools.reduce(lambda inner, _: [inner], range(5_000), [])),
+            lambda s: s.update(extra=deep_list(5_000)),
         ]
         for edit in edits:
             state = self.state()
@@ -489,6 +497,52 @@ class TestTrustedButChecked:
             edit(state)
             with pytest.raises(ValidationError, match=words):
                 ContextWindow.from_state(seal(state))
+
+    def test_a_resealed_state_of_another_shape_is_refused_as_it_is_read(self) -> None:
+        edits: list[tuple[Callable[[dict[str, Any]], object], str]] = [
+            (lambda s: s.update(cutctx_window=[5]), "not a window state"),
+            (lambda s: s.update(cutctx_window=5.0), "not a window state"),
+            (lambda s: s.pop("policy"), r"malformed state \(KeyError: 'policy'\)"),
+            (lambda s: s.pop("head_changed"), r"malformed state \(KeyError: 'head_changed'\)"),
+            (lambda s: s.update(head_changed="yes"), "the policy or head_changed"),
+            (lambda s: s["reading"][1].update(count=10**30), "the format's reading"),
+        ]
+        for edit, words in edits:
+            state = self.state()
+            assert state["reading"] is not None
+            edit(state)
+            with pytest.raises(ValidationError, match=words):
+                ContextWindow.from_state(seal(state))
+
+    def test_a_resealed_state_that_fails_the_step_reading_it_is_refused_leaving_it(
+        self,
+    ) -> None:
+        """Decisions and a format reading of the wrong kinds are met only by ``prepare``: the
+        compaction that rebuilds the decisions, the read that continues the reading."""
+        steps = histories(60)
+        window = ContextWindow("openai_chat", summarize=summarize, **SETTINGS)
+        for history in steps[:40]:
+            window.prepare(history)
+        edits: list[tuple[Callable[[dict[str, Any]], object], str]] = [
+            (lambda s: s["decisions"]["groups"][0].update(target_tokens="x"), "counts, not 'x'"),
+            (lambda s: s["decisions"]["groups"][0].update(text=None), "text are strings"),
+            (lambda s: s["decisions"]["groups"][0].update(runs=[]), "a summary of no turns"),
+            (lambda s: s["decisions"]["masked"][0].__setitem__(2, "x"), "token_estimate"),
+            (lambda s: s["reading"][1].update(pending=1), "cannot continue from its reading"),
+        ]
+        for edit, words in edits:
+            state = window.state()
+            assert state["decisions"]["groups"]
+            assert state["decisions"]["masked"]
+            edit(state)
+            sealed = seal(state)
+            restored = ContextWindow.from_state(sealed, summarize=summarize)
+            with pytest.raises(
+                ValidationError, match="the state does not fit the history"
+            ) as caught:
+                restored.prepare(steps[-1])  # a compaction: the decisions are rebuilt
+            assert re.search(words, str(caught.value)), caught.value
+            assert restored.state() == sealed  # nothing half-restored
 
     def test_an_estimator_that_counts_otherwise_is_refused(self) -> None:
         def encode(text: str) -> list[int]:

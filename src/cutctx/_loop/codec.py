@@ -251,6 +251,10 @@ def decode(
         calibration = Calibration.of_data(data["calibration"])
         saved = _saved(data, calibration)
         stats = WindowStats(**{key: _int(value, "stats") for key, value in data["stats"].items()})
+        named_policy, probe, head_changed = data["policy"], data["probe"], data["head_changed"]
+        if not isinstance(named_policy, str) or not isinstance(head_changed, bool):
+            raise _unfit("the policy or head_changed")
+        probe = _ints(probe, "probe")
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ValidationError(
             f"ContextWindow.from_state: malformed state ({type(error).__name__}: {error})",
@@ -259,9 +263,9 @@ def decode(
     return Decoded(
         fmt,
         replace(settings, head_prices=tuple(head)),
-        str(data["policy"]),
-        list(data["probe"]),
-        data["head_changed"] is True,
+        named_policy,
+        probe,
+        head_changed,
         saved,
         stats,
         calibration,
@@ -274,7 +278,9 @@ def _loaded(state: object) -> dict[str, Any]:
             state = json.loads(state)
         except ValueError:
             state = None
-    if not isinstance(state, dict) or state.get("cutctx_window") not in _READABLE:
+    version = state.get("cutctx_window") if isinstance(state, dict) else None
+    # The type first: 5.0 and True equal a version, and a list cannot be looked up in a set.
+    if not isinstance(state, dict) or type(version) is not int or version not in _READABLE:
         raise ValidationError(
             "ContextWindow.from_state: not a window state (or of another version)",
             details={"field": "state"},
@@ -472,9 +478,10 @@ def _reading(value: object, count: int) -> Reading | None:
         and type(value[0]) is int
         and 0 <= value[0] <= count
         and isinstance(value[1], dict)
+        and value[1].get("count", value[0]) == value[0]  # a built-in reader's count is its own
     ):
         raise _unfit(f"the format's reading {value!r:.40}")
-    return Reading(value[0], value[1])
+    return Reading(value[0], value[1], restored=True)
 
 
 def _top(max_tokens: int, calibration: Calibration) -> int:

@@ -80,10 +80,14 @@ def pin_first(
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Reading:
-    """The format's reader state (JSON data) after the first ``count`` messages (``None``: none)."""
+    """The format's reader state (JSON data) after the first ``count`` messages (``None``: none).
+
+    ``restored``: the state came from a window's saved state, not from this process's reader.
+    """
 
     count: int
     state: ReaderState | None
+    restored: bool = False
 
 
 @dataclasses.dataclass(slots=True)
@@ -232,11 +236,12 @@ class Ledger:
         The format's reader continues from its state after ``history[:start]``; the history is
         checked as one that ends here. ``add`` adopts the reader's new state with the turns.
         """
-        reader = self._reader
+        reader, restored = self._reader, False
         if start == 0:
             reader.reset()
         elif start == self.reading.count and self.reading.state is not None:
             reader.setstate(self.reading.state)
+            restored = self.reading.restored
         else:  # a state without the reader's (or read past): read the settled messages again
             reader.reset()
             settled = reader.read(history[:start])
@@ -246,10 +251,22 @@ class Ledger:
                     details={"field": "history", "index": len(settled.sent)},
                 )
         new = history[start:]
-        settled = reader.read(new)
-        reading = Reading(start + len(settled.sent), reader.getstate())
+        try:
+            settled = reader.read(new)
+            reading = Reading(start + len(settled.sent), reader.getstate())
+            tail = reader.read(new[len(settled.sent) :], final=True)  # and the end is checked
+        except ValidationError:
+            raise
+        except (TypeError, KeyError, IndexError, ValueError, AttributeError) as error:
+            if not restored:
+                raise
+            # A reader fails on its own state only where a saved one was edited and resealed.
+            raise ValidationError(
+                "ContextWindow.from_state: the state does not fit the history (the format's "
+                f"reader cannot continue from its reading: {type(error).__name__}: {error})",
+                details={"field": "reading"},
+            ) from None
         scanned = settled
-        tail = reader.read(new[len(settled.sent) :], final=True)  # and the end is checked
         if tail.sent:
             scanned = Scanned(
                 (*settled.turns, *tail.turns),

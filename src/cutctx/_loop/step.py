@@ -481,16 +481,33 @@ def decisions_of(
             for member in members:
                 actions[member] = Action.SUMMARIZE
             key = group_id_for([turns[member].turn_id for member in members])
-            summaries[key] = Summary(
-                members, group["target_tokens"], group["prompt_id"], group["text"], group["cost"]
-            )
-    except (KeyError, TypeError, ValueError) as error:
+            summaries[key] = _summary(members, group)
+    except (KeyError, TypeError, ValueError, ValidationError) as error:  # a stub's own check
         raise ValidationError(
             f"ContextWindow.from_state: the state does not fit the history "
             f"({type(error).__name__}: {error})",
             details={"field": "state"},
         ) from None
     return Decisions(actions, stubs, summaries)
+
+
+def _summary(members: tuple[int, ...], group: dict[str, Any]) -> Summary:
+    """Return a saved summary group over ``members`` (ledger indices).
+
+    Raises:
+        ValueError, TypeError: for a group of no turns, or a field of another kind.
+    """
+    target, prompt_id, text, cost = (
+        group["target_tokens"], group["prompt_id"], group["text"], group["cost"]
+    )  # fmt: skip
+    if not members:
+        raise ValueError("a summary of no turns")
+    if not (isinstance(prompt_id, str) and isinstance(text, str)):
+        raise TypeError("a summary's prompt_id and text are strings")
+    for value in (target, cost):
+        if type(value) is not int or value < 0:
+            raise TypeError(f"a summary's target_tokens and cost are counts, not {value!r:.20}")
+    return Summary(members, target, prompt_id, text, cost)
 
 
 def _indices(runs: object, index_of: dict[str, int], count: int) -> list[int]:
