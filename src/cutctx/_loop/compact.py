@@ -298,8 +298,12 @@ class _Job:
         return CompactedMessages(out, compacted.report, self.plan)
 
     def _check(self, texts: dict[str, str]) -> None:
-        """Raise if the summaries, priced as the messages they become, push a fitting plan over."""
-        total = self.plan.tokens_after_estimate
+        """Raise if the summaries, priced as the messages they become, push a fitting plan over.
+
+        The plan's messages had ``max_tokens`` less the request's overhead (a format's reply
+        priming, Bedrock's reserved filler), so the overhead is counted here too.
+        """
+        total = self.plan.tokens_after_estimate + self.fmt.request_overhead(self.estimator)
         over: list[str] = []
         for request in self.plan.summarization_requests:
             cost = self.fmt.price_summary(texts[request.group_id], estimator=self.estimator)
@@ -308,7 +312,7 @@ class _Job:
                 over.append(request.group_id)
         if total > self.max_tokens:
             raise ValidationError(
-                f"compact_messages: the summaries exceed their targets, so the messages would "
+                f"compact_messages: the summaries exceed their targets, so the request would "
                 f"need {total} tokens, over the budget of {self.max_tokens}",
                 details={"max_tokens": self.max_tokens, "tokens_needed": total, "group_ids": over},
             )
