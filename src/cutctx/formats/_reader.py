@@ -14,6 +14,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple
 
+from baseaicore import ValidationError
+
 from cutctx._core.values import Role, TranscriptTurn
 from cutctx.formats._common import Part, Pricer, fail, joined, read_message
 from cutctx.formats._marks import mark_one, mark_turns, read_callables
@@ -174,7 +176,15 @@ class StreamReader[M](Reader[M]):
             message = messages[position]
             item = self.item(index, message)
             out.last = final and position == end - 1
-            self.message(state, index, item, out)
+            try:
+                self.message(state, index, item, out)
+            except ValidationError as error:  # one that names no message: this one, then
+                if "index" in error.details:
+                    raise
+                raise ValidationError(
+                    f"{self.fmt}: messages[{index}]: {error}",
+                    details={**error.details, "format": self.fmt, "index": index},
+                ) from None
             shown = mark_one(self.fmt, index, item, out.marks, self._priority, self._pin)
             sent.append(shown)
             originals.append(message if shown is item else shown)  # type: ignore[arg-type]

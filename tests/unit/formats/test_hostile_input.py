@@ -62,6 +62,12 @@ class TestUnpriceableValues:
         assert "\n" not in str(caught.value)
         assert len(str(caught.value)) < 200
 
+    def test_the_error_names_the_message(self, module: Any, case: str) -> None:
+        with pytest.raises(ValidationError) as caught:
+            module.count_tokens(CASES[case])
+        assert caught.value.details["index"] == 0
+        assert str(caught.value).startswith(f"{module.FORMAT}: messages[0]: ")
+
     def test_compact_messages_raises_a_validation_error(self, module: Any, case: str) -> None:
         messages: list[Any] = CASES[case]
         with pytest.raises(ValidationError):
