@@ -255,8 +255,6 @@ class Ledger:
             settled = reader.read(new)
             reading = Reading(start + len(settled.sent), reader.getstate())
             tail = reader.read(new[len(settled.sent) :], final=True)  # and the end is checked
-        except ValidationError:
-            raise
         except (TypeError, KeyError, IndexError, ValueError, AttributeError) as error:
             if not restored:
                 raise

@@ -58,7 +58,7 @@ def blocks(
     """Render and price content that is a string, a list of blocks, or absent.
 
     ``within``: the kind of block the content is inside (``tool_result``, ``document`` or
-    ``search_result``), whose content holds no block of the kinds ``HOLDS_NO`` names.
+    ``search_result``), whose content holds no block of the kinds ``_HOLDS_NO`` names.
     """
     return render_content(
         FORMAT,
@@ -74,7 +74,7 @@ def blocks(
 # The blocks a block's content cannot hold, as the Messages API has it: a tool result holds no
 # tool result, a document's or a search result's content only text and images. So content nests
 # at most three blocks deep (a tool result, a document in it, its text), however it is built.
-HOLDS_NO: Final = {
+_HOLDS_NO: Final = {
     "tool_result": frozenset({"tool_result"}),
     "document": frozenset({"tool_result", "document", "search_result"}),
     "search_result": frozenset({"tool_result", "document", "search_result"}),
@@ -89,7 +89,7 @@ def block_of(  # noqa: PLR0911 - one branch per block type reads best
     kind = block.get("type")
     if not isinstance(kind, str):
         raise fail(FORMAT, index, f"{where} has no string type")
-    if within is not None and kind in HOLDS_NO[within]:
+    if within is not None and kind in _HOLDS_NO[within]:
         raise fail(FORMAT, index, f"{where}: a {within} block cannot hold a {kind} block")
     if kind == "text":
         text = text_field(FORMAT, index, block.get("text"), f"{where}.text")
