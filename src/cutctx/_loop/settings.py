@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -67,6 +68,22 @@ class Settings:
     given: dict[str, Any]
     observation: Pin | None = None  # called as (index, message), whichever shape was given
     head_prices: tuple[int, ...] | None = None  # a state's: the head is not priced again
+    # The cap a result arriving now is excerpted to: ``cap`` held by the calibration (``None``:
+    # ``cap``). A plan is checked against ``cap``, so an excerpt decided earlier stays valid.
+    fresh_cap: int | None = None
+
+    def narrowed(self, tokens: int) -> Settings:
+        """Return these settings with ``tokens`` less room under each threshold (at least 1)."""
+        top = max(1, self.max_tokens - tokens)
+        at = max(1, min(top, self.at - tokens))
+        return dataclasses.replace(
+            self, max_tokens=top, at=at, to=max(1, min(at, self.to - tokens))
+        )
+
+    @property
+    def new_result_cap(self) -> int | None:
+        """The most tokens a result arriving now is sent at (``None``: excerpts are off)."""
+        return self.cap if self.fresh_cap is None else self.fresh_cap
 
     @classmethod
     def of(  # noqa: PLR0917 - the window's options, as named there
