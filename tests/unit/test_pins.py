@@ -8,9 +8,11 @@ it is never masked, excerpted, recalled or dropped, and it comes back as the cal
 from __future__ import annotations
 
 import copy
+import functools
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from baseaicore import ValidationError
 
 from cutctx import CharRatioEstimator, ContextWindow, compact_messages
 
@@ -156,3 +158,132 @@ def test_an_observation_in_the_protected_tail_is_excerpted_as_a_tool_result_is()
     assert last in done.report.excerpted_turn_ids
     assert done.messages[1] is history[1]
     assert done.messages[2] is history[2]
+
+
+def _starts(prefix: str, message: dict[str, Any]) -> bool:
+    return str(message["content"]).startswith(prefix)
+
+
+def _indexed(prefix: str, index: int, message: dict[str, Any]) -> bool:
+    del index
+    return str(message["content"]).startswith(prefix)
+
+
+class _Marker:
+    """An object with ``__call__`` of the message."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def __call__(self, message: dict[str, Any]) -> bool:
+        return str(message["content"]).startswith(self.prefix)
+
+
+class _IndexedMarker:
+    """An object with ``__call__`` of ``(index, message)``."""
+
+    def __call__(self, index: int, message: dict[str, Any]) -> bool:
+        del index
+        return str(message["content"]).startswith("OBSERVATION")
+
+
+class _Methods:
+    def marks(self, message: dict[str, Any]) -> bool:
+        return str(message["content"]).startswith("OBSERVATION")
+
+    @staticmethod
+    def static(message: dict[str, Any]) -> bool:
+        return str(message["content"]).startswith("OBSERVATION")
+
+
+def _either(*args: Any) -> bool:
+    """``*args``: called as ``pin=`` is, with ``(index, message)``."""
+    return str(args[1]["content"]).startswith("OBSERVATION")
+
+
+def _with_default(message: dict[str, Any], prefix: str = "OBSERVATION") -> bool:
+    return str(message["content"]).startswith(prefix)
+
+
+OBSERVATION_SHAPES: dict[str, Any] = {
+    "partial of (prefix, message)": functools.partial(_starts, "OBSERVATION"),
+    "partial of (prefix, index, message)": functools.partial(_indexed, "OBSERVATION"),
+    "partial with a keyword": functools.partial(_with_default, prefix="OBSERVATION"),
+    "callable object": _Marker("OBSERVATION"),
+    "callable object of (index, message)": _IndexedMarker(),
+    "bound method": _Methods().marks,
+    "static method": _Methods.static,
+    "lambda of the message": lambda message: _starts("OBSERVATION", message),
+    "lambda of (index, message)": lambda index, message: _starts("OBSERVATION", message),
+    "*args": _either,
+    "one required, one default": _with_default,
+}
+
+
+class TestObservationCallables:
+    """``observation=`` takes any callable of the message or of ``(index, message)``."""
+
+    @pytest.mark.parametrize("shape", sorted(OBSERVATION_SHAPES))
+    def test_every_shape_marks_the_same_messages_as_a_plain_function(self, shape: str) -> None:
+        history = swe_history("openai_chat", 12)
+
+        def plain(message: dict[str, Any]) -> bool:
+            return _starts("OBSERVATION", message)
+
+        function = OBSERVATION_SHAPES[shape]
+        expected = compact_messages(
+            history, max_tokens=6000, format="openai_chat", estimator=CHARS, observation=plain
+        )
+        assert expected.report.masked_turn_ids
+        done = compact_messages(
+            history, max_tokens=6000, format="openai_chat", estimator=CHARS, observation=function
+        )
+        assert done.messages == expected.messages
+        windows = [
+            ContextWindow("openai_chat", estimator=CHARS, max_tokens=6000, observation=chosen)
+            for chosen in (plain, function)
+        ]
+        assert windows[0].prepare(history) == windows[1].prepare(history)
+
+    def test_a_builtin_without_a_signature_is_called_with_the_message(self) -> None:
+        """``bool`` has no signature Python can read: it is called with the message alone (a
+        message is a non-empty dict, so every user message after the pins is an observation)."""
+        history = swe_history("openai_chat", 30)
+        done = compact_messages(
+            history,
+            max_tokens=12_000,
+            format="openai_chat",
+            estimator=CHARS,
+            keep_first=2,
+            observation=bool,
+        )
+        assert done.report.masked_turn_ids
+        window = ContextWindow(
+            "openai_chat", estimator=CHARS, max_tokens=12_000, keep_first=2, observation=bool
+        )
+        request = window.prepare(history)
+        assert window.last is not None
+        assert window.last.report.masked_turn_ids
+        assert request[:3] == history[:3]
+
+    @pytest.mark.parametrize(
+        "function",
+        [
+            lambda: True,
+            lambda a, b, c: True,
+            functools.partial(_indexed, "x", 1, {}),
+            _Methods,  # a class: made with no argument
+        ],
+        ids=["no argument", "three arguments", "a partial of everything", "a class"],
+    )
+    def test_a_callable_of_neither_shape_is_refused_when_made(self, function: Any) -> None:
+        pattern = r"observation must take the message or \(index, message\)"
+        with pytest.raises(ValidationError, match="ContextWindow: " + pattern):
+            ContextWindow("openai_chat", max_tokens=6000, observation=function)
+        with pytest.raises(ValidationError, match="compact_messages: " + pattern):
+            compact_messages(
+                swe_history("openai_chat", 1),
+                max_tokens=6000,
+                format="openai_chat",
+                observation=function,
+            )

@@ -121,9 +121,11 @@ def compact_messages[M](
     sent on. When any message has a priority, the default policy is
     ``PriorityPolicy(mask_results=True)`` (lowest priority shed first, results masked before
     their exchanges are dropped) and nothing is summarized. ``observation`` (``message -> bool``
-    or ``(index, message) -> bool``) marks the user messages that carry tool output: each is a
-    tool result to every policy (masked, excerpted), in the exchange of the assistant message
-    before it; unmarked user messages are never touched.
+    or ``(index, message) -> bool``, told apart by its signature as ``ContextWindow`` tells it)
+    marks the user messages that carry tool output: each is a tool result to every policy
+    (masked, excerpted), in the exchange of the assistant message before it; unmarked user
+    messages are never touched, and neither are pinned ones (``keep_first``, ``pin=``), whatever
+    it says.
 
     >>> done = compact_messages([{"role": "user", "content": "hi"}], max_tokens=10,
     ...                         format="openai_chat")
