@@ -214,7 +214,7 @@ OBSERVATION_SHAPES: dict[str, Any] = {
     "bound method": _Methods().marks,
     "static method": _Methods.static,
     "lambda of the message": lambda message: _starts("OBSERVATION", message),
-    "lambda of (index, message)": lambda index, message: _starts("OBSERVATION", message),
+    "lambda of (index, message)": lambda _index, message: _starts("OBSERVATION", message),
     "*args": _either,
     "one required, one default": _with_default,
 }
@@ -270,7 +270,7 @@ class TestObservationCallables:
         "function",
         [
             lambda: True,
-            lambda a, b, c: True,
+            lambda _a, _b, _c: True,
             functools.partial(_indexed, "x", 1, {}),
             _Methods,  # a class: made with no argument
         ],
