@@ -43,6 +43,7 @@ class BoundedSummarizingPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "bounded_summarizing"
     _VERSION: ClassVar[str] = "1.0.0"
+    summarizes: ClassVar[bool] = True
     _PRICES_ONLY: ClassVar[bool] = True
 
     def __init__(self, prompt_id: str, *, max_input_tokens: int, target_ratio: float = 0.2) -> None:

@@ -244,6 +244,13 @@ class BuiltinPolicy(ABC):
 
     _NAME: ClassVar[str]
     _VERSION: ClassVar[str]
+    masks: ClassVar[bool] = False
+    """It only masks tool results, or removes exchanges whose results are all masked already
+    (``CompactionPolicy``: what a policy may declare)."""
+    drops: ClassVar[bool] = False
+    """It removes whole exchanges."""
+    summarizes: ClassVar[bool] = False
+    """It plans summaries that the caller's ``summarize`` writes (a model call)."""
     _OUTSIDE_BUDGET: ClassVar[bool] = False
     """Whether the policy has work to do while the view fits the budget (excerpting does: its
     limit is the budget's ``max_result_tokens``), so a chain runs it even then."""

@@ -40,6 +40,7 @@ class DropOldestPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "drop_oldest"
     _VERSION: ClassVar[str] = "1.0.0"
+    drops: ClassVar[bool] = True
     _PRICES_ONLY: ClassVar[bool] = True
 
     def _config(self, describe: Describe) -> dict[str, Any]:

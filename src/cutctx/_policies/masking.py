@@ -103,6 +103,7 @@ class ObservationMaskingPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "observation_masking"
     _VERSION: ClassVar[str] = "1.0.0"
+    masks: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -81,6 +81,7 @@ class PriorityPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "priority"
     _VERSION: ClassVar[str] = "1.0.0"
+    drops: ClassVar[bool] = True  # and masks, but not only: it drops results seen whole
     _PRICES_ONLY: ClassVar[bool] = True
 
     def __init__(

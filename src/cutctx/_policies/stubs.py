@@ -76,6 +76,8 @@ class StubDroppingPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "stub_dropping"
     _VERSION: ClassVar[str] = "1.0.0"
+    masks: ClassVar[bool] = True  # removes only exchanges already masked
+    drops: ClassVar[bool] = True
 
     def __init__(self, *, index: bool = False, estimator: TokenEstimator | None = None) -> None:
         self._index = check_bool("StubDroppingPolicy", "index", index)

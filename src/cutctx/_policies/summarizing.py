@@ -47,6 +47,7 @@ class SummarizingPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "summarizing"
     _VERSION: ClassVar[str] = "1.0.0"
+    summarizes: ClassVar[bool] = True
     _PRICES_ONLY: ClassVar[bool] = True
 
     def __init__(self, prompt_id: str, target_ratio: float = 0.2, min_span_turns: int = 4) -> None:
