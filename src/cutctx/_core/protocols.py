@@ -45,8 +45,8 @@ class CompactionPolicy(Protocol):
     a result the model still sees whole), ``drops`` (it removes whole exchanges) and
     ``summarizes`` (it plans summaries that the caller's ``summarize`` writes, a model call).
     ``ContextWindow`` reads them: a chain's leading ``masks`` members run before a member that
-    does anything else, so a summarizer is handed the stubs; a ``summarizes`` member is left
-    out when the window gives its summaries up.
+    does anything but mask or drop, so a summarizer is handed the stubs; a ``summarizes``
+    member is left out when the window plans again close to ``max_tokens``.
     """
 
     @property
