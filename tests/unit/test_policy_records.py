@@ -222,3 +222,30 @@ class TestEstimatorsAsData:
     def test_a_reader_without_a_member_rebuilder_cannot_read_members(self) -> None:
         with pytest.raises(NotRebuildable, match="no way to rebuild a member"):
             Config({"policies": []}, "policy.config").policies("policies")
+
+    @pytest.mark.parametrize(
+        ("name", "config", "named"),
+        [
+            (
+                "stub_dropping",
+                {"index": 1, "estimator": {"chars_per_token": 4.0}},
+                "policy.config.index must be true or false",
+            ),
+            (
+                "observation_masking",
+                {
+                    "keep_recent_results": 1,
+                    "placeholder": "x",
+                    "estimator": {"chars_per_token": 4.0},
+                    "exclude_tools": "memory",
+                },
+                "policy.config.exclude_tools must be a JSON array of strings",
+            ),
+        ],
+    )
+    def test_a_malformed_knob_of_a_window_member_names_its_key(
+        self, name: str, config: dict[str, Any], named: str
+    ) -> None:
+        with pytest.raises(ValidationError) as caught:
+            rebuild(name, config)
+        assert named in caught.value.message
