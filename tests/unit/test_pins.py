@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -287,3 +288,25 @@ class TestObservationCallables:
                 format="openai_chat",
                 observation=function,
             )
+
+
+def test_a_restored_window_keeps_the_pins_over_observations() -> None:
+    """A window restored mid-run reads the held messages again: the pins still win there."""
+    history = swe_history("openai_chat", 30)
+    options: dict[str, Any] = {
+        "estimator": CHARS,
+        "max_tokens": 12_000,
+        "keep_first": 2,
+        "observation": everything,
+        "max_result_tokens": 500,
+    }
+    straight = ContextWindow("openai_chat", **options)
+    window = ContextWindow("openai_chat", **options)
+    for step, end in enumerate(range(5, len(history) + 1, 2)):
+        if step == 10:
+            state = json.loads(json.dumps(window.state()))
+            window = ContextWindow.from_state(state, estimator=CHARS, observation=everything)
+        request = window.prepare(history[:end])
+        assert request == straight.prepare(history[:end])
+        assert request[1] is history[1]
+        assert request[2] is history[2]
