@@ -11,6 +11,7 @@ from baseaicore import ValidationError
 from cutctx._core.estimators import resolve_estimator
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import check_count
+from cutctx._loop.callables import two_argument
 from cutctx.formats._common import shown
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ Cutting a 100 000-token window to half frees room for dozens of steps, but every
 one the agent no longer sees; ten thousand tokens is a dozen steps of a coding agent, enough to
 keep the cache's prefix for most of them.
 """
-_VARARGS = 0x04  # a code object's flag for *args (inspect.CO_VARARGS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,24 +193,6 @@ class Settings:
                 "recall": recall,
             },
         )
-
-
-def two_argument(function: Callable[..., bool]) -> Pin:
-    """Return ``function`` as a callable of ``(index, message)``.
-
-    ``observation=`` takes either shape: ``message -> bool`` (a function or method of one
-    required positional parameter and no ``*args``) or ``(index, message) -> bool``, as ``pin=``
-    takes. Any other callable (a class instance, a builtin) is called as ``pin=`` is.
-    """
-    code = getattr(function, "__code__", None)
-    if code is None or code.co_flags & _VARARGS:
-        return function
-    required = code.co_argcount - len(getattr(function, "__defaults__", None) or ())
-    if hasattr(function, "__self__"):  # a bound method: its first parameter is bound
-        required -= 1
-    if required == 1:
-        return lambda _index, message: function(message)
-    return function
 
 
 def tokens_of(name: str, value: object, max_tokens: int, *, owner: str = _OWNER) -> int:
