@@ -17,7 +17,9 @@ randomness, environment or global mutable state:
   ``base64`` (allowed: a pure bytes-to-text transformation a wire format may need for a payload)
   ``marshal`` (the window's fingerprint writes messages as bytes with ``dumps``; the package
   never hands it a file and never loads) and ``struct`` (a window state packs its counts as
-  little-endian integers: numbers to bytes and back, nothing else).
+  little-endian integers: numbers to bytes and back, nothing else);
+- introspection: ``inspect``, for ``inspect.signature`` alone (the documented rule that reads how
+  many arguments an ``observation=`` callable takes, once, when the window is made).
 
 Not allowed: ``typing_extensions`` (not the standard library and not a declared dependency),
 ``decimal`` (its context is global mutable state), and everything that touches the world.
@@ -63,6 +65,7 @@ ALLOWED_MODULES = frozenset(
         "functools",
         "hashlib",
         "heapq",
+        "inspect",
         "itertools",
         "json",
         "marshal",
