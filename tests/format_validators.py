@@ -80,6 +80,7 @@ RESPONSES_SELF_CONTAINED = (
     "item_reference",
     "mcp_approval_request",
     "compaction",
+    "additional_tools",
 )
 # The outputs whose schema keeps their body as the text field ``output``: the only items that
 # may come back edited, and then in ``output`` alone.
@@ -112,7 +113,8 @@ def responses_problems(  # noqa: PLR0912 - one branch per documented rule
     call ids are used once, an approval response follows its request, user messages have
     content, a reasoning item is followed by an item; and given the original input: a reasoning
     item is followed by the same item it preceded there, compaction items all stay, an item of
-    an unknown type stays byte for byte with every item sharing its call_id (or all go), and
+    an unknown type stays byte for byte with every item sharing its call_id (or all go),
+    additional_tools items all stay, and
     the only edited items are maskable outputs (in ``output``) and labelled summaries."""
     problems: list[str] = []
     if not items:
@@ -195,8 +197,8 @@ def _responses_against(  # noqa: PLR0912 - one branch per rule
     known |= {*RESPONSES_SELF_CONTAINED, "mcp_approval_response"}
     for position, item in enumerate(original):
         kind = _item_kind(item)
-        if kind == "compaction" and id(item) not in kept:
-            problems.append(f"original {position}: compaction item removed")
+        if kind in ("compaction", "additional_tools") and id(item) not in kept:
+            problems.append(f"original {position}: {kind} item removed")
         if kind not in known and isinstance(item.get("call_id"), str):
             sharing = [other for other in original if other.get("call_id") == item["call_id"]]
             present = {id(other) in kept for other in sharing}
