@@ -418,7 +418,8 @@ class TestRefusedEverywhere:
         )
 
     def test_a_window_at_once_and_step_by_step(self, case: str) -> None:
-        def run(fmt: str, history: list[Any]) -> None:
+        def run(name: str, history: list[Any]) -> None:
+            fmt = resolve(name)
             fresh = ContextWindow(fmt, max_tokens=10_000)
             with pytest.raises(ValidationError):
                 fresh.prepare(history)

@@ -416,13 +416,15 @@ def _codex_steps(steps: int) -> list[list[dict[str, Any]]]:
     ]
     for step in range(steps):
         body = f"line {step} of the build log\n" * (40 + 37 * (step % 7))
-        reasoning = {
+        reasoning: dict[str, Any] = {
             "type": "reasoning",
             "id": f"rs_{step}",
             "summary": [{"type": "summary_text", "text": f"Step {step}."}],
             "encrypted_content": "gAAAAB" + "x" * 40,
         }
         call_id = f"call_{step}"
+        call: dict[str, Any]
+        answer: dict[str, Any]
         if step % 3 == 0:
             call = {
                 "type": "custom_tool_call",
@@ -452,7 +454,7 @@ def _codex_steps(steps: int) -> list[list[dict[str, Any]]]:
                 "status": "completed",
             }
             answer = {"type": "local_shell_call_output", "id": call_id, "output": body}
-        chunk = [reasoning, call, answer]
+        chunk: list[dict[str, Any]] = [reasoning, call, answer]
         if step % 10 == 9:
             chunk.append({"type": "message", "role": "assistant", "content": f"Done {step}."})
             chunk.append({"type": "message", "role": "developer", "content": "Keep going."})
