@@ -23,6 +23,7 @@ from cutctx import (
 )
 from cutctx.formats import anthropic
 from cutctx.formats._common import SUMMARY_LABEL
+from cutctx.formats.testing import check_format
 from tests.format_validators import (
     anthropic_problems,
     anthropic_tokens,
@@ -778,3 +779,10 @@ class TestSystemMessages:
         estimate = anthropic.to_transcript(history, estimator=WORDS)[0]
         kept = [t for t in estimate.turns if t.turn_id != "m2"]
         assert priced <= sum(t.token_estimate for t in kept)
+
+
+def test_the_conformance_kit_passes_runs_and_system_messages_read_in_any_split() -> None:
+    """Chunk invariance at every cut (the state carries a run's calls and results across a
+    boundary), renders, summaries and masks of a Claude Code-shaped history."""
+    history = [item for chunk in claude_code_steps(12, seed=3) for item in chunk]
+    check_format(anthropic.ANTHROPIC, [history], system="Be brief.", estimator=CL100K)

@@ -19,6 +19,7 @@ from cutctx import (
 )
 from cutctx.formats import openai_responses
 from cutctx.formats._common import SUMMARY_LABEL
+from cutctx.formats.testing import check_format
 from tests import provider_sessions as ps
 from tests.format_validators import png, responses_problems
 from tests.property.test_formats import CL100K
@@ -519,3 +520,8 @@ class TestCodexRequests:
         assert (figures.invalid, figures.over, figures.missing_task) == (0, 0, 0)
         assert figures.compactions > 3
         assert figures.restored_same
+
+
+def test_the_conformance_kit_passes_a_codex_history() -> None:
+    history = [item for chunk in _codex_steps(9) for item in chunk]
+    check_format(openai_responses.OPENAI_RESPONSES, [history], system="Be brief.", estimator=CL100K)
