@@ -165,6 +165,7 @@ class TestCheckFormat:
             (OPENAI_CHAT, fs.chat_conversations(), "Be brief."),
             (OPENAI_RESPONSES, fs.responses_conversations(), "Be brief."),
             (ANTHROPIC, fs.anthropic_conversations(), [{"type": "text", "text": "Be brief."}]),
+            (ANTHROPIC, fs.anthropic_runs(), "Be brief."),
             (LANGCHAIN, frs.langchain_conversations(), "Be brief."),
             (PYDANTIC_AI, frs.pydantic_ai_conversations(), "Be brief."),
             (GEMINI, gemini_strategies.gemini_histories(), "Be brief."),
