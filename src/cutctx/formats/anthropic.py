@@ -387,7 +387,8 @@ class _AnthropicReader(StreamReader[Message]):
             )
             out.whole(turn, index)
             if uses:
-                state["pending"] = {**(pending if run else {}), **_use_names(content, uses)}
+                named = _use_names(cast("list[Any]", content))  # uses come from a list
+                state["pending"] = {**(pending if run else {}), **named}
                 if not run:
                     state["opener"], state["key"] = index, turn_id
             elif not run:
@@ -421,10 +422,8 @@ def _unanswered(opener: int, missing: list[str]) -> Exception:
     )
 
 
-def _use_names(content: object, uses: list[str]) -> dict[str, str]:
+def _use_names(content: list[Any]) -> dict[str, str]:
     """Map each ``tool_use`` id of an assistant message's ``content`` to its tool's name."""
-    if not uses or not isinstance(content, list | tuple):
-        return {}
     return {
         block["id"]: block["name"]  # strings: ``blocks`` checked them
         for block in content

@@ -657,6 +657,20 @@ class TestRunsOfOneRole:
             ("m5", None),
         ]
 
+    def test_words_after_calls_in_a_run_leave_the_calls_waiting_for_their_results(
+        self,
+    ) -> None:
+        messages: list[dict[str, Any]] = [
+            USER,
+            {"role": "assistant", "content": [use("t1")]},
+            {"role": "assistant", "content": "Running it."},
+            {"role": "user", "content": [result("t1")]},
+        ]
+        transcript, _ = anthropic.to_transcript(messages)
+        assert [t.tool_call_id for t in transcript.turns[2:]] == ["m1", None, "m1"]
+        with pytest.raises(ValidationError, match="no tool_result"):
+            anthropic.to_transcript([*messages[:3], USER])
+
     def test_calls_over_a_run_of_assistant_messages_are_one_exchange(self) -> None:
         messages: list[dict[str, Any]] = [
             USER,
