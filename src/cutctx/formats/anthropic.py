@@ -273,9 +273,10 @@ def count_tokens(
 ) -> int:
     """Return what ``messages`` and ``system`` cost under this format's pricing rules.
 
-    The filler reserves that ``to_transcript`` adds to its estimates are not counted. Counting
-    needs no valid request: a partial history (a ``tool_use`` still waiting for its result, two
-    messages of one role in a row) is priced message by message.
+    The filler and framing reserves that ``to_transcript`` adds to its estimates are not
+    counted: a run of messages of one role is framed once, as the API merges it. Counting needs
+    no valid request: a partial history (a ``tool_use`` still waiting for its result) is priced
+    message by message.
 
     >>> count_tokens([{"role": "user", "content": "twelve chars"}])
     3
