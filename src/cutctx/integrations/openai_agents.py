@@ -87,14 +87,14 @@ class ContextWindowFilter(HeldWindow, RunHooks[Any]):
         **window_options: Unpack[WindowOptions],
     ) -> None:
         self._options = Options("ContextWindowFilter", OPENAI_RESPONSES, max_tokens, window_options)
-        self._conversations = Conversations(self._options, conversations)
+        self._held = Conversations(self._options, conversations)
         self._tool: FunctionTool | None = None
 
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         """Return ``data.model_data`` with its input items compacted, instructions unchanged."""
         given = data.model_data
-        items = await self._conversations.aprepare(given.input, given.instructions)
-        _SENT.set((self, self._conversations.latest))
+        items = await self._held.aprepare(given.input, given.instructions)
+        _SENT.set((self, self._held.latest))
         return ModelInputData(input=items, instructions=given.instructions)
 
     async def on_llm_end(
@@ -120,7 +120,7 @@ class ContextWindowFilter(HeldWindow, RunHooks[Any]):
             ValidationError: when the filter was made without ``recall=True``.
         """
         if self._tool is None:
-            definition = self._conversations.latest.recall_tool
+            definition = self._held.latest.recall_tool
             if definition is None:
                 raise ValidationError(
                     "ContextWindowFilter.recall_tool: recall is off (ContextWindowFilter(..., "
