@@ -963,6 +963,34 @@ class TestBadInput:
         assert "gone.json: no such file" in err
 
 
+class TestMixedFormats:
+    def test_anthropic_blocks_in_a_chat_request_exit_2_naming_the_message(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = {
+            "model": "gpt-4o",
+            "messages": [
+                {"role": "system", "content": "You are a coding agent."},
+                {"role": "user", "content": "Fix the build."},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "Looking."},
+                        {"type": "tool_use", "id": "t1", "name": "sh", "input": {"cmd": "make"}},
+                    ],
+                },
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]},
+            ],
+        }
+        path = write_json(tmp_path / "mixed.json", body)
+        for command in ("plan", "compact", "stats"):
+            budget = [] if command == "stats" else ["--max-tokens", "2000"]
+            code, out, err = run(capsys, command, str(path), *budget)
+            assert (code, out) == (2, "")
+            assert err.count("\n") == 1
+            assert "openai_chat: messages[2]: content[1] is an Anthropic 'tool_use' block" in err
+
+
 class TestBudgetCannotBeMet:
     def test_untouchable_turns_over_the_budget_exit_3_naming_both_numbers(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
