@@ -1036,6 +1036,38 @@ class TestBudgetCannotBeMet:
             "of 1000" in err
         )
 
+    def test_one_huge_result_exits_3_naming_the_cap_that_would_excerpt_it(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        call = {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+        messages = [
+            {"role": "user", "content": "Why does the build fail?"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "build ok line\n" * 20_000},
+        ]
+        path = write_json(tmp_path / "big.json", messages)
+        argv = ["--tokenizer", "chars", "--max-tokens", "8000"]
+        code, out, err = run(capsys, "compact", str(path), *argv)
+        assert (code, out) == (3, "")
+        assert err.count("\n") == 1
+        assert err.endswith(
+            "; a large tool result can be sent as an excerpt with --max-result-tokens 2000\n"
+        )
+        code, out, _ = run(capsys, "compact", str(path), *argv, "--max-result-tokens", "2000")
+        assert code == 0
+        assert len(json.loads(out)) == 3
+
+    def test_untouchable_turns_that_no_excerpt_would_fit_name_no_cap(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = [{"role": "user", "content": "Why does the build fail? " * 2_000}]
+        path = write_json(tmp_path / "task.json", messages)
+        for cap in ([], ["--max-result-tokens", "10"]):
+            code, _, err = run(capsys, "plan", str(path), "--max-tokens", "100", *cap)
+            assert code == 3
+            assert "cannot be met" in err
+            assert "--max-result-tokens" not in err
+
     def test_plan_still_shows_the_table_when_the_budget_is_unmet(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
