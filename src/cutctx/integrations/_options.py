@@ -238,15 +238,7 @@ class Conversations:
         The latest conversation's window first, then the others: the original is found by its
         digest, whichever conversation it came from.
         """
-        answer = self.latest.recall(arguments)
-        if knows(answer):
-            return answer
-        for entry in reversed(self._entries.values()):
-            if entry.window is not self.latest:
-                other = entry.window.recall(arguments)
-                if knows(other):
-                    return other
-        return answer
+        return _recall(self.latest, self.windows, arguments)
 
     def _find(self, history: list[Any], system: object, key: Hashable | None) -> tuple[int, _Entry]:
         return self._found(self._snapshot(key), history, system)
@@ -366,12 +358,23 @@ class Recent:
 
     def recall(self, arguments: object) -> str:
         """Answer a ``cutctx_recall`` call from the windows held, the latest first."""
-        answer = self.latest.recall(arguments)
-        for window in reversed(self.windows):
-            if knows(answer):
-                break
-            answer = window.recall(arguments)
+        return _recall(self.latest, self.windows, arguments)
+
+
+def _recall(latest: ContextWindow, held: tuple[ContextWindow, ...], arguments: object) -> str:
+    """Answer from ``latest``, else from the most recent of ``held`` that knows the original.
+
+    Neither knowing it, the answer is ``latest``'s explanation.
+    """
+    answer = latest.recall(arguments)
+    if knows(answer):
         return answer
+    for window in reversed(held):
+        if window is not latest:
+            other = window.recall(arguments)
+            if knows(other):
+                return other
+    return answer
 
 
 def report(window: ContextWindow, input_tokens: object) -> None:
