@@ -38,6 +38,8 @@ from typing import Any
 if not __package__:  # run as a script: the sibling benchmark is importable
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cutctx import ContextWindow
+from cutctx._core.digest import json_string_digest
 from needed_fact import (
     ESTIMATOR,
     FACTS_PER_RESULT,
@@ -51,9 +53,6 @@ from needed_fact import (
     exchange,
     run,
 )
-
-from cutctx import ContextWindow
-from cutctx._core.digest import json_string_digest
 
 STEPS = 300
 SMOKE_STEPS = 40

@@ -21,6 +21,7 @@ from cutctx._loop.compact import default_messages_policy
 from cutctx._loop.decisions import Decisions
 from cutctx._loop.jsondata import check_json
 from cutctx._loop.ledger import Ledger
+from cutctx._loop.offload import off_loop
 from cutctx._loop.planner import Planner
 from cutctx._loop.recall import (
     DEFAULT_PAGE_TOKENS,
@@ -234,17 +235,31 @@ class ContextWindow:
     async def aprepare[M](self, history: Sequence[M]) -> list[M]:
         """Return the messages to send now, awaiting an async ``summarize``; as ``prepare``.
 
+        The same request ``prepare`` returns. The step's work (reading and pricing the new
+        messages, planning, rendering) runs in the event loop's default executor, so the loop
+        serves its other coroutines meanwhile; ``summarize`` is called (and awaited) on the
+        loop. The step is adopted on the loop once it is whole: a failure or a cancellation
+        leaves the window as it was. Cancelled while its work runs, the call returns (raising
+        ``asyncio.CancelledError``) when that work has finished, and the window takes the next
+        step from the state before it.
+
         Raises:
             ValidationError: as ``prepare``, except that an async ``summarize`` is awaited.
             BudgetUnsatisfiable: as ``prepare``.
             SummaryMissing: as ``prepare``.
+
+        .. versionchanged:: 0.1.1
+           The step's work runs off the event loop.
         """
         step = self._enter()
         try:
-            pending = step.begin(history)
+            pending = await off_loop(step.begin, history)
             if pending is not None:
-                step.complete(pending, await pending.afulfil(self._settings.summarize))
-            return cast("list[M]", self._commit(step))
+                texts = await pending.afulfil(self._settings.summarize)
+                await off_loop(step.complete, pending, texts)
+            request = await off_loop(step.emit)
+            self._adopt(step)
+            return cast("list[M]", request)
         finally:
             self._free.append(True)
 
@@ -399,7 +414,11 @@ class ContextWindow:
     def _commit(self, step: Step) -> list[Any]:
         """Adopt the state ``step`` made (one assignment) and return its request."""
         request = step.emit()
+        self._adopt(step)
+        return request
+
+    def _adopt(self, step: Step) -> None:
+        """Adopt the state ``step`` made, in one assignment, and index what it recalled."""
         self._state = step.state
         if self._recall is not None:
             self._recall.add(step.recalled)
-        return request
