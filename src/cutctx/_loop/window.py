@@ -54,9 +54,8 @@ class ContextWindow:
     its end, never edited in place; equal messages handed as new objects are the same history)
     and returns the messages to send. While the request — earlier decisions applied, new
     messages appended — stays at or under ``compact_at``, nothing is re-planned; when it would
-    pass it, one compaction brings it to ``compact_to`` (by default half of ``max_tokens``, or
-    ``compact_at`` less 10 000 tokens when that is more: a cut in a large window removes no more
-    than a dozen steps need; or, when the untouchable turns make
+    pass it, one compaction brings it to ``compact_to`` (by default half of ``max_tokens``, at
+    every size: fewer cuts keep more of the prompt cache; or, when the untouchable turns make
     that impossible, under ``compact_at``, removing no more than that needs; when they alone
     pass ``compact_at``, every message that fits under ``max_tokens`` is sent, and a cut keeps
     the newest exchanges). A float is a fraction of ``max_tokens`` (``0.8``, ``1.0``), an int a
@@ -82,8 +81,7 @@ class ContextWindow:
     .. versionadded:: 0.1.0
     .. versionchanged:: 0.1.1
        ``format`` may be a ``cutctx.formats.Format``; a history is recognised by content;
-       ``observation=``; ``compact_to`` defaults to ``None``: half of ``max_tokens``, or
-       ``compact_at`` less 10 000 tokens when that is more.
+       ``observation=``; ``compact_to`` defaults to ``None``: half of ``max_tokens``.
     """
 
     def __init__(
