@@ -15,7 +15,9 @@ lines, Python source, and minified JSON on one line — and for each estimator (
   rendering the request.
 
 It reports the median times and the ratios excerpt / pass and prepare / pass (the target:
-excerpt at most 3 passes), and checks that every excerpt is within its cap by the estimator.
+excerpt at most 3 passes), **priced** (the characters ``excerpt_of`` hands the estimator, over
+the text's length: the same on any machine), and checks that every excerpt is within its cap
+by the estimator.
 
 ``--stall`` instead hands the 200 kB JSON to ``ContextWindow.aprepare`` while another coroutine
 ticks every 5 ms, and reports the longest time between two ticks while the step ran.
@@ -134,6 +136,16 @@ def measure(text: str, estimator: TokenEstimator, max_tokens: int, rounds: int) 
         window.prepare(steps)
         times["prepare"].append(time.perf_counter() - start)
 
+    priced = [0]
+
+    class Counting:
+        name = getattr(estimator, "name", "counting")
+
+        def estimate_tokens(self, piece: str) -> int:
+            priced[0] += len(piece)
+            return estimator.estimate_tokens(piece)
+
+    excerpt_of(turn, cap, Counting())
     times: dict[str, list[float]] = {"pass": [], "excerpt": [], "prepare": []}
     for _ in range(rounds):
         times["pass"].append(timed(lambda: estimator.estimate_tokens(text)))
@@ -146,6 +158,7 @@ def measure(text: str, estimator: TokenEstimator, max_tokens: int, rounds: int) 
         "excerpted": made is not None,
         "over_cap": over,
         **{f"{name}_ms": 1000 * value for name, value in medians.items()},
+        "priced_passes": priced[0] / len(text),
         "excerpt_passes": medians["excerpt"] / medians["pass"],
         "prepare_passes": medians["prepare"] / medians["pass"],
     }
@@ -198,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"excerpt benchmark: {rounds} rounds, texts of {size} characters, cap {CAP}")
         print(
             f"{'text':<14}{'estimator':<15}{'window':>8}{'pass ms':>9}{'excerpt ms':>12}"
-            f"{'prepare ms':>12}{'excerpt/pass':>14}{'prepare/pass':>14}"
+            f"{'prepare ms':>12}{'excerpt/pass':>14}{'prepare/pass':>14}{'priced':>8}"
         )
         for kind, text in corpus.items():
             for name, estimator in estimators().items():
@@ -208,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"{kind:<14}{name:<15}{max_tokens:>8}{row['pass_ms']:>9.1f}"
                         f"{row['excerpt_ms']:>12.1f}{row['prepare_ms']:>12.1f}"
-                        f"{row['excerpt_passes']:>14.2f}{row['prepare_passes']:>14.2f}",
+                        f"{row['excerpt_passes']:>14.2f}{row['prepare_passes']:>14.2f}"
+                        f"{row['priced_passes']:>8.2f}",
                         flush=True,
                     )
         if any(row["over_cap"] for row in figures):
