@@ -204,16 +204,15 @@ class _Running:
             end += 1
         if self.backwards:
             piece = items[len(items) - end : len(items) - start]
-            taken = list(reversed(piece)) if not isinstance(piece, str) else piece[::-1]
+            taken = piece[::-1]
         else:
-            piece = items[start:end]
-            taken = list(piece) if not isinstance(piece, str) else piece
+            piece = taken = items[start:end]
         whole = self.whole if end - start == len(items) else None
         cost = (self.price("".join(piece)) if whole is None else whole) - self.base
         base, run = sums[-1], 0
         for item in taken:
             run += len(item)
-            sums.append(base + cost * run / size if size else base)
+            sums.append(base + cost * run / size)
 
 
 class _Excerpter:
