@@ -21,7 +21,8 @@ by the estimator.
 
 ``--stall`` instead hands the 200 kB JSON to ``ContextWindow.aprepare`` while another coroutine
 ticks every 5 ms, and reports the longest time between two ticks while the step ran.
-``--smoke`` runs one round of 20 kB texts; ``--json PATH`` writes every figure.
+``--smoke`` runs one round of 20 kB texts at 4 000 and 16 000 tokens (each excerpted); ``--json
+PATH`` writes every figure.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ SEED = 20_261_206
 SIZE = 200_000
 SMOKE_SIZE = 20_000
 WINDOWS = (32_000, 128_000)
+SMOKE_WINDOWS = (4_000, 16_000)
 CAP = 0.25
 WORDS = ("build", "cache", "worker", "request", "timeout", "retry", "commit", "path", "value")
 TASK = "TASK: find the failing record."
@@ -215,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         for kind, text in corpus.items():
             for name, estimator in estimators().items():
-                for max_tokens in WINDOWS:
+                for max_tokens in SMOKE_WINDOWS if args.smoke else WINDOWS:
                     row = measure(text, estimator, max_tokens, rounds)
                     figures.append({"text": kind, "estimator": name, "window": max_tokens, **row})
                     print(
