@@ -271,6 +271,68 @@ class TestAprepare:
         asyncio.run(run())
 
 
+def conversation(sizes: list[int]) -> list[list[dict[str, Any]]]:
+    """Return the histories of a conversation whose steps return results of ``sizes`` chars."""
+    histories, grown = [], history()[:1]
+    for number, size in enumerate(sizes):
+        function = {"name": "read", "arguments": "{}"}
+        call = {"id": f"c{number}", "type": "function", "function": function}
+        grown = [
+            *grown,
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{number}", "content": big_json(size)},
+        ]
+        histories.append(grown)
+    return histories
+
+
+class TestReadsDuringAStep:
+    """A restored window's reads of its old messages wait for no step's worker: refused."""
+
+    def test_last_of_a_restored_window_is_refused_while_a_step_runs_off_the_loop(self) -> None:
+        estimator = Blocking()
+        steps = conversation([3_000] * 5 + [100, BIG])
+        window = ContextWindow("openai_chat", max_tokens=8_000, estimator=estimator)
+        for made in steps[:5]:
+            window.prepare(made)
+        assert window.stats.compactions
+        restored = ContextWindow.from_state(window.state(), estimator=estimator)
+
+        async def run() -> None:
+            await restored.aprepare(steps[5])  # taken up, no compaction: `last` reads again
+            estimator.armed = True
+            task = asyncio.create_task(restored.aprepare(steps[6]))
+            await wait_for(estimator.entered.is_set)
+            with pytest.raises(ValidationError, match="a step is in flight"):
+                _ = restored.last
+            estimator.release.set()
+            await task
+            assert restored.last is not None
+
+        asyncio.run(run())
+
+    def test_the_first_recall_of_a_restored_window_is_refused_while_a_step_runs(self) -> None:
+        estimator = Blocking()
+        steps = conversation([3_000, 3_000, BIG])
+        window = ContextWindow("openai_chat", max_tokens=8_000, estimator=estimator, recall=True)
+        window.prepare(steps[0])
+        restored = ContextWindow.from_state(window.state(), estimator=estimator)
+        asking = {"sha256": "0" * 64}
+
+        async def run() -> None:
+            await restored.aprepare(steps[1])
+            estimator.armed = True
+            task = asyncio.create_task(restored.aprepare(steps[2]))
+            await wait_for(estimator.entered.is_set)
+            with pytest.raises(ValidationError, match="a step is in flight"):
+                restored.recall(asking)
+            estimator.release.set()
+            await task
+            assert restored.recall(asking).startswith("[cutctx_recall:")
+
+        asyncio.run(run())
+
+
 async def wait_for(condition: Callable[[], bool]) -> None:
     """Yield to the loop until ``condition()`` holds (at most 30 s)."""
     deadline = time.perf_counter() + 30

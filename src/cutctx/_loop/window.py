@@ -37,7 +37,7 @@ from cutctx._loop.step import Step, named
 from cutctx.formats import resolve
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
     from cutctx._loop.compact import CompactedMessages
@@ -134,6 +134,7 @@ class ContextWindow:
         )
         self._recall = RecallIndex() if settings.recall else None
         self._free = [True]  # the one caller's token: taken by a step in flight (see _enter)
+        self._working = False  # an aprepare's work runs in a worker thread (see _off_loop)
         self._probe: list[int] | None = None  # the estimator's count of the probe texts
         ledger = Ledger(fmt, settings)
         head = sum(turn.token_estimate for turn in ledger.head)
@@ -178,6 +179,7 @@ class ContextWindow:
         """The latest compaction: its request, report and plan over the whole history then."""
         state = self._state
         if state.last is None and state.last_count is not None:  # a restored window's
+            self._idle()
             step = self._step()
             made = step.recorded()
             self._keep(step)
@@ -205,6 +207,7 @@ class ContextWindow:
         """
         state = self._state
         if self._recall is not None and not self._recall.complete and not state.unseen:
+            self._idle()
             step = self._step()  # restored from a state: read the old messages once
             step.warm(state.ledger.seen)
             self._recall.fill(step.state.ledger.turns)
@@ -251,11 +254,11 @@ class ContextWindow:
         """
         step = self._enter()
         try:
-            pending = await off_loop(step.begin, history)
+            pending = await self._off_loop(step.begin, history)
             if pending is not None:
                 texts = await pending.afulfil(self._settings.summarize)
-                await off_loop(step.complete, pending, texts)
-            request = await off_loop(step.emit)
+                await self._off_loop(step.complete, pending, texts)
+            request = await self._off_loop(step.emit)
             self._adopt(step)
             return cast("list[M]", request)
         finally:
@@ -376,6 +379,26 @@ class ContextWindow:
         """Return a step over a copy of the window's state."""
         return Step(self._format, self._limits, self._planner, self._policy, self._state)
 
+    async def _off_loop[*A, T](self, function: Callable[[*A], T], *args: *A) -> T:
+        """Return ``function(*args)``, run off the event loop (``offload.off_loop``)."""
+        self._working = True
+        try:
+            return await off_loop(function, *args)
+        finally:
+            self._working = False
+
+    def _idle(self) -> None:
+        """Refuse a read of the old messages while a step's work runs in a worker thread.
+
+        Such a read (a restored window's ``last``, its first ``recall``) would use the ledger's
+        reader, which that step is using.
+
+        Raises:
+            ValidationError: if an ``aprepare``'s work is running.
+        """
+        if self._working:
+            raise _in_flight()
+
     def _take(self) -> None:
         """Take the one caller's token, or refuse a second caller.
 
@@ -389,11 +412,7 @@ class ContextWindow:
         try:
             self._free.pop()
         except IndexError:
-            raise ValidationError(
-                "ContextWindow: a step is in flight; a window serves one conversation, one "
-                "prepare at a time (keep one window per conversation)",
-                details={"field": "history"},
-            ) from None
+            raise _in_flight() from None
 
     def _enter(self) -> Step:
         """Take the one caller's token and return the step over a copy of the state."""
@@ -420,3 +439,12 @@ class ContextWindow:
         self._state = step.state
         if self._recall is not None:
             self._recall.add(step.recalled)
+
+
+def _in_flight() -> ValidationError:
+    """Return the error a second caller gets while a step is in flight."""
+    return ValidationError(
+        "ContextWindow: a step is in flight; a window serves one conversation, one prepare at "
+        "a time (keep one window per conversation)",
+        details={"field": "history"},
+    )
