@@ -332,6 +332,14 @@ class TestSummaries:
 
 
 class TestSettings:
+    @pytest.mark.parametrize("max_tokens", [8_000, 16_000, 32_000, 64_000, 128_000, 200_000])
+    def test_the_default_compact_to_is_half_the_window_at_every_size(self, max_tokens: int) -> None:
+        """A large window compacts to half too: it sends no more uncached tokens than 0.5."""
+        default = ContextWindow("openai_chat", max_tokens=max_tokens)
+        half = ContextWindow("openai_chat", max_tokens=max_tokens, compact_to=0.5)
+        assert default.state()["compact_to"] is None
+        assert default._settings.to == half._settings.to == max_tokens // 2
+
     @pytest.mark.parametrize(
         ("kwargs", "match"),
         [
@@ -671,13 +679,14 @@ class TestShapes:
         )
 
     @pytest.mark.parametrize(
-        ("compact_to", "low", "high"), [(None, 60_000, 70_000), (0.5, 40_000, 50_000)]
+        ("compact_to", "low", "high"),
+        [(None, 40_000, 50_000), (0.5, 40_000, 50_000), (0.7, 60_000, 70_000)],
     )
-    def test_a_cut_to_the_default_compact_to_removes_at_most_ten_thousand_tokens(
+    def test_a_cut_to_the_default_compact_to_goes_to_half_of_a_large_window(
         self, compact_to: float | None, low: int, high: int
     ) -> None:
-        """By default a cut goes to half the window or to compact_at less 10 000 tokens,
-        whichever is more: in a 100 000-token window, to 70 000, not 50 000."""
+        """By default a cut goes to half the window at every size: in a 100 000-token window,
+        to 50 000 (a cut that frees little room is paid again, uncached, every few steps)."""
         window = ContextWindow(
             "openai_chat", max_tokens=100_000, estimator=CHARS, compact_to=compact_to
         )
