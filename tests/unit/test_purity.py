@@ -101,6 +101,9 @@ FRAMEWORKS = {
     # so a framework's event loop is never blocked by it
     "cutctx.integrations._options": frozenset({"asyncio"}),
     "cutctx.integrations.pydantic_ai": frozenset({"pydantic_ai"}),
+    # aprepare hands a step's CPU work to the running loop's executor (asyncio), in a copy of
+    # the caller's context (contextvars): the one library module that touches the event loop
+    "cutctx._loop.offload": frozenset({"asyncio", "contextlib", "contextvars"}),
     "cutctx._core.estimators": frozenset({"tiktoken"}),  # a tokenizer named by the caller
 }
 COMMAND_LINE = ("cutctx._cli", "cutctx.__main__")
