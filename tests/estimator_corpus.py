@@ -900,6 +900,7 @@ CLASSES: tuple[str, ...] = tuple(_MAKERS)
 # Characters a text of each class is drawn at, so that most texts hold 200 to 3 000 tokens.
 _CHARS = {"chinese": (220, 2500), "japanese": (220, 2500), "korean": (300, 3000)}
 _CHARS.update({"hindi": (300, 2500), "emoji_chat": (300, 3000), "hex": (400, 5000)})
+_CHARS["char_runs"] = (3000, 20000)  # a run of 64 marks is one token: long texts for 200
 
 
 def sample(kind: str, seed: int) -> str:
