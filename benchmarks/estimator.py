@@ -100,7 +100,7 @@ def traces(encode: object, estimator: TextEstimator) -> dict[str, float] | None:
         real = estimated = 0
         for message in history:
             texts = _message_texts(message)
-            r = sum(len(encode(text)) for text in texts)  # type: ignore[operator]
+            r: int = sum(len(encode(text)) for text in texts)  # type: ignore[operator, misc]
             e = sum(estimator.estimate_tokens(text) for text in texts)
             real, estimated = real + r, estimated + e
             if r >= 50:  # a message of a few tokens is all rounding

@@ -770,7 +770,8 @@ def _symbol_runs(rng: random.Random, chars: int) -> str:
     def line() -> str:
         kind = rng.random()
         if kind < 0.35:  # a progress bar
-            fill, empty = rng.choice(_BAR_FILL)
+            pair = rng.choice(_BAR_FILL)
+            fill, empty = pair[0], pair[1]
             width = rng.choice((10, 20, 30, 40, 50))
             done = rng.randint(0, width)
             percent = 100 * done // width
