@@ -139,9 +139,17 @@ _SCRIPTS_2 = (
     re.compile(r"[\u0590-\u05ff\ufb1d-\ufb4f]+"),  # Hebrew
     re.compile(r"[\u0370-\u03ff\u1f00-\u1fff]+"),  # Greek
     re.compile(r"[\u200d\ufe0f\U0001f000-\U0001faff]+"),  # emoji; the symbols of U+2600-27BF below
+    re.compile(r"[\u1d00-\u1dbf\u2070-\u209f]+"),  # small letters and digits: x\u1d62, 2\u207f
     _SCRIPTS[6],
 )
-_SCRIPT_RULES_2 = (*_SCRIPT_RULES[:5], (1.15, 1.05), (1.15, 0.95), *_SCRIPT_RULES[5:])
+_SCRIPT_RULES_2 = (
+    *_SCRIPT_RULES[:5],
+    (1.15, 1.05),
+    (1.15, 0.95),
+    _SCRIPT_RULES[5],
+    (0.0, 2.6),
+    _SCRIPT_RULES[6],
+)
 _SPACES = re.compile(r"  +")  # two spaces or more: a piece of their own, when they align columns
 _LEADING_SPACES = re.compile(r"[\n\r]  +")  # not when they indent a line
 
