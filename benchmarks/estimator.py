@@ -19,13 +19,16 @@ tiktoken with its offline cl100k encoding). It builds the seeded corpus of
 text of any class lands outside 0.9-1.3 times cl100k. ``--version 1`` measures the earlier rules.
 ``--traces`` measures real agent histories (``../shared/data/traces/``: tau-bench airline and
 SWE-agent, when present): per message and per whole history, cl100k's count of the messages'
-text (content and tool-call arguments) over the estimate — above 1 is an under-count. ``--json``
+text (content and tool-call arguments) over the estimate — above 1 is an under-count — and
+the whole history as an OpenAI Chat request (``openai_chat.count_tokens``), cl100k's
+``TokenizerEstimator`` with its framing over the estimate. ``--json``
 prints the figures as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -38,8 +41,11 @@ if __package__ in (None, ""):
 import tiktoken
 from tests.estimator_corpus import CLASSES, corpus
 
-from cutctx import CharRatioEstimator, TextEstimator
+from cutctx import CharRatioEstimator, TextEstimator, ValidationError
+from cutctx._core.estimators import load_encoding
+from cutctx.formats import openai_chat
 
+_CHAT_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
 TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "traces"
 BAND = (0.9, 1.3)
 
@@ -95,8 +101,17 @@ def traces(encode: object, estimator: TextEstimator) -> dict[str, float] | None:
     ]
     for path in sorted((TRACES / "swe-agent").glob("*.traj")):
         histories.append(json.loads(path.read_text("utf-8"))["history"])
-    per_message, per_history = [], []
+    per_message, per_history, per_request = [], [], []
+    cl100k = load_encoding("cl100k_base", owner="benchmark")
     for history in histories:
+        chat = [{k: v for k, v in m.items() if k in _CHAT_KEYS and v is not None} for m in history]
+        # The whole history as a Chat request, each count with its own framing; a trajectory
+        # whose messages are not Chat messages is left out.
+        with contextlib.suppress(ValidationError):
+            per_request.append(
+                openai_chat.count_tokens(chat, estimator=cl100k)
+                / openai_chat.count_tokens(chat, estimator=estimator)
+            )
         real = estimated = 0
         for message in history:
             texts = _message_texts(message)
@@ -112,6 +127,9 @@ def traces(encode: object, estimator: TextEstimator) -> dict[str, float] | None:
         return per_message[min(len(per_message) - 1, int(q * len(per_message)))]
 
     return {
+        "requests": len(per_request),
+        "request_max": max(per_request),
+        "request_median": statistics.median(per_request),
         "histories": len(per_history),
         "history_max": max(per_history),
         "history_median": statistics.median(per_history),
@@ -191,7 +209,10 @@ def main(argv: list[str] | None = None) -> int:
             f"whole history median {real['history_median']:.3f}, max {real['history_max']:.3f}; "
             f"per message of 50 tokens or more ({real['messages']:.0f}) p50 "
             f"{real['message_p50']:.3f}, p90 {real['message_p90']:.3f}, p99 "
-            f"{real['message_p99']:.3f}, max {real['message_max']:.3f}"
+            f"{real['message_p99']:.3f}, max {real['message_max']:.3f}; as Chat requests with "
+            f"each count's framing ({real['requests']:.0f}: cl100k with 3 a message, the "
+            f"estimate with none) median {real['request_median']:.3f}, max "
+            f"{real['request_max']:.3f}"
         )
     if outside:
         print(f"\noutside {BAND[0]}-{BAND[1]}x cl100k: {', '.join(outside)}")
