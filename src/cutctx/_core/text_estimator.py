@@ -136,22 +136,19 @@ _SYMBOL_RULE = 1.1  # a token of the symbols' count
 _BRANCH, _LONG_BRANCH, _DOUBLE_RULE = " \u251c", " \u251c\u2500\u2500", " \u2551"
 _SCRIPTS_2 = (
     *_SCRIPTS[:5],
-    re.compile(r"[\u0590-\u05ff\ufb1d-\ufb4f]+"),  # Hebrew
-    re.compile(r"[\u0370-\u03ff\u1f00-\u1fff]+"),  # Greek
+    re.compile(r"[\u0370-\u03ff\u0590-\u05ff\u1f00-\u1fff\ufb1d-\ufb4f]+"),  # Greek, Hebrew
     re.compile(r"[\u200d\ufe0f\U0001f000-\U0001faff]+"),  # emoji; the symbols of U+2600-27BF below
     re.compile(r"[\u1d00-\u1dbf\u2070-\u209f]+"),  # small letters and digits: x\u1d62, 2\u207f
     _SCRIPTS[6],
 )
 _SCRIPT_RULES_2 = (
     *_SCRIPT_RULES[:5],
-    (1.15, 1.05),
-    (1.15, 0.95),
+    (1.15, 1.0),
     _SCRIPT_RULES[5],
     (0.0, 2.6),
     _SCRIPT_RULES[6],
 )
 _SPACES = re.compile(r"  +")  # two spaces or more: a piece of their own, when they align columns
-_LEADING_SPACES = re.compile(r"[\n\r]  +")  # not when they indent a line
 
 
 class _Name:
@@ -245,8 +242,8 @@ def _estimate_2(text: str) -> int:
     text = _REPEATED.sub(run, text)
     total = _RETURN * (returns - text.count("\r\n"))
     if "  " in text:
-        gaps = len(_SPACES.findall(text)) - len(_LEADING_SPACES.findall(text))
-        total += _GAP_RULE * (gaps - text.startswith("  "))
+        indents = text.count("\n  ") + text.count("\r  ") + text.startswith("  ")  # not gaps
+        total += _GAP_RULE * (len(_SPACES.findall(text)) - indents)
     probe = text.encode("utf-8", "surrogatepass").translate(_ALNUM)
     runs = None
     if _SIXTEEN in probe:
