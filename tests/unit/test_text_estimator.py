@@ -77,7 +77,15 @@ class TestTextEstimator:
 
     @pytest.mark.parametrize(
         ("text", "expected"),
-        [("hello", 2), ("a" * 20, 14), ("a" * 40, 26), ("x" * 880, 698), ("=" * 200, 16)],
+        [
+            ("hello", 2),
+            ("a" * 20, 14),
+            ("a" * 40, 26),
+            ("x" * 880, 698),
+            ("=" * 200, 16),
+            ("你好", 2),
+            ("\u28ff" * 10, 2),  # braille: 30 tokens by cl100k
+        ],
     )
     def test_version_1_counts_as_it_did(self, text: str, expected: int) -> None:
         """Records and states that name "text/1" are recounted by the rules that made them."""
