@@ -7,8 +7,8 @@ run one token for every character or so. ``TextEstimator`` counts the pieces of 
 compiled regular expressions (one C-speed pass a class, no Python loop over the text) and prices
 every class by a rule of its own: so many tokens a piece plus so many a character.
 
-The rules, in the constants below, were fitted against cl100k_base on a varied corpus and raised by a
-tenth, so that the estimate lands a little *above* the real count on every class of text (under
+The rules, the constants below, were fitted against cl100k_base on a varied corpus and raised
+by a tenth, so that the estimate lands a little *above* the real count on every class of text (under
 is the dangerous side: a request over the window); docs/design.md has the accuracy table and
 ``benchmarks/estimator.py`` reproduces it. A change of any rule bumps ``TextEstimator.version``,
 and the rules of every earlier version stay (``_estimate_1``), so a record or a saved window
