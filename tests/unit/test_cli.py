@@ -990,6 +990,36 @@ class TestMixedFormats:
             assert err.count("\n") == 1
             assert "openai_chat: messages[2]: content[1] is an Anthropic 'tool_use' block" in err
 
+    def test_chat_tool_calls_in_an_anthropic_request_exit_2_naming_the_message(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = {
+            "model": "claude-sonnet-4-5",
+            "system": "You are a coding agent.",
+            "messages": [
+                {"role": "user", "content": "Fix the build."},
+                {
+                    "role": "assistant",
+                    "content": "Looking.",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "sh", "arguments": "{}"},
+                        }
+                    ],
+                },
+                {"role": "user", "content": "done?"},
+            ],
+        }
+        path = write_json(tmp_path / "mixed.json", body)
+        for command in ("plan", "compact", "stats"):
+            budget = [] if command == "stats" else ["--max-tokens", "2000"]
+            code, out, err = run(capsys, command, str(path), "--format", "anthropic", *budget)
+            assert (code, out) == (2, "")
+            assert err.count("\n") == 1
+            assert "anthropic: messages[1]: holds Chat Completions tool_calls" in err
+
 
 class TestBudgetCannotBeMet:
     def test_untouchable_turns_over_the_budget_exit_3_naming_both_numbers(

@@ -46,7 +46,7 @@ def _blocks_without(content: list[Any], *, nested: bool = True) -> list[Any]:
         if type(block) is not dict:
             continue
         plain = block
-        if _KEY in block:
+        if type(block.get(_KEY)) is dict:  # a marker of another shape is the reader's to refuse
             plain = {key: value for key, value in block.items() if key != _KEY}
         inner = block.get("content")
         if nested and type(inner) is list:
@@ -70,8 +70,10 @@ def without_cache_points(message: object) -> object:
     content = message.get("content")
     if not isinstance(content, list):
         return message
-    kept = [
-        block for block in content if not (isinstance(block, Mapping) and "cachePoint" in block)
+    kept = [  # a cache point of another shape stays, for the reader to refuse
+        block
+        for block in content
+        if not (isinstance(block, Mapping) and isinstance(block.get("cachePoint"), Mapping))
     ]
     if len(kept) == len(content) or not kept:
         return message

@@ -356,6 +356,13 @@ class _AnthropicReader(StreamReader[Message]):
         role = item.get("role")
         if role not in ("user", "assistant", "system"):
             raise fail(FORMAT, index, f"unknown role {shown(role)}", role=shown(role))
+        if "tool_calls" in item or "tool_call_id" in item:  # a Chat message in a Messages list
+            raise fail(
+                FORMAT,
+                index,
+                "holds Chat Completions tool_calls/tool_call_id; the Messages API carries "
+                "tool_use and tool_result blocks (is this a Chat request? --format openai_chat)",
+            )
         content = item.get("content")
         previous = state["previous"]
         pending: dict[str, str] = state["pending"]
