@@ -310,6 +310,19 @@ def _scan(
     return read, reader.reserved
 
 
+def _check_role(index: int, role: object, item: dict[str, Any]) -> None:
+    """Raise for a role the Messages API has not, or a Chat Completions message among them."""
+    if role not in ("user", "assistant", "system"):
+        raise fail(FORMAT, index, f"unknown role {shown(role)}", role=shown(role))
+    if "tool_calls" in item or "tool_call_id" in item:
+        raise fail(
+            FORMAT,
+            index,
+            "holds Chat Completions tool_calls/tool_call_id; the Messages API carries "
+            "tool_use and tool_result blocks (is this a Chat request? --format openai_chat)",
+        )
+
+
 def _settled(message: object) -> bool:
     """Whether a message keeps its verdict when more come (an empty assistant one: not)."""
     return not (field_of(message, "role") == "assistant" and is_empty(field_of(message, "content")))
@@ -354,15 +367,7 @@ class _AnthropicReader(StreamReader[Message]):
     def message(self, state: ReaderState, index: int, item: dict[str, Any], out: Out) -> None:
         pricer, strict = self.pricer, self.strict
         role = item.get("role")
-        if role not in ("user", "assistant", "system"):
-            raise fail(FORMAT, index, f"unknown role {shown(role)}", role=shown(role))
-        if "tool_calls" in item or "tool_call_id" in item:  # a Chat message in a Messages list
-            raise fail(
-                FORMAT,
-                index,
-                "holds Chat Completions tool_calls/tool_call_id; the Messages API carries "
-                "tool_use and tool_result blocks (is this a Chat request? --format openai_chat)",
-            )
+        _check_role(index, role, item)
         content = item.get("content")
         previous = state["previous"]
         pending: dict[str, str] = state["pending"]
