@@ -310,8 +310,9 @@ def _scan(
     return read, reader.reserved
 
 
-def _check_role(index: int, role: object, item: dict[str, Any]) -> None:
-    """Raise for a role the Messages API has not, or a Chat Completions message among them."""
+def _role_of(index: int, item: dict[str, Any]) -> str:
+    """Return the message's role; raise for one the Messages API has not, or a Chat message."""
+    role = item.get("role")
     if role not in ("user", "assistant", "system"):
         raise fail(FORMAT, index, f"unknown role {shown(role)}", role=shown(role))
     if "tool_calls" in item or "tool_call_id" in item:
@@ -321,6 +322,7 @@ def _check_role(index: int, role: object, item: dict[str, Any]) -> None:
             "holds Chat Completions tool_calls/tool_call_id; the Messages API carries "
             "tool_use and tool_result blocks (is this a Chat request? --format openai_chat)",
         )
+    return cast("str", role)
 
 
 def _settled(message: object) -> bool:
@@ -366,8 +368,7 @@ class _AnthropicReader(StreamReader[Message]):
 
     def message(self, state: ReaderState, index: int, item: dict[str, Any], out: Out) -> None:
         pricer, strict = self.pricer, self.strict
-        role = item.get("role")
-        _check_role(index, role, item)
+        role = _role_of(index, item)
         content = item.get("content")
         previous = state["previous"]
         pending: dict[str, str] = state["pending"]
