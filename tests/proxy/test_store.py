@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import stat
 import sys
 import threading
@@ -241,11 +243,34 @@ class TestSqliteFiles:
         locks = tmp_path / "proxy.sqlite3.locks"
         with store.lock("old"):
             pass
+        held = store.lock("old-and-held")
+        held.__enter__()
         clock.now += 100
         with store.lock("busy"):
             assert store.expire(10) == 0
             names = {path.name for path in locks.iterdir()}
-            assert names == {store._locks.path("busy").name}  # the held one stays
+            # the held ones stay, however old
+            assert names == {store._locks.path(name).name for name in ("busy", "old-and-held")}
+        held.__exit__(None, None, None)
+        store.close()
+
+    def test_a_lock_the_file_system_refuses_is_unavailable(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        store = SqliteStore(tmp_path / "proxy.sqlite3")
+
+        def refuse(*_: object) -> None:
+            raise OSError(37, "No locks available")
+
+        monkeypatch.setattr("cutctx._proxy.store.fcntl.flock", refuse)
+        with pytest.raises(StoreUnavailable, match="No locks available"), store.lock("c-1"):
+            pass
+        store.close()
+
+    def test_a_bug_is_raised_as_itself_not_as_an_outage(self, tmp_path: Path) -> None:
+        store = SqliteStore(tmp_path / "proxy.sqlite3")
+        with pytest.raises(sqlite3.IntegrityError):
+            store.save("c-1", None, "d1")  # type: ignore[arg-type]
         store.close()
 
     def test_a_waiter_whose_lock_file_was_removed_locks_the_file_now_there(
@@ -351,6 +376,43 @@ class TestUnavailable:
             store.load("c-1")
         with pytest.raises(StoreUnavailable, match="PostgreSQL"), store.lock("c-1"):
             pass
+        store.close()
+
+
+class TestPostgresConnections:
+    def test_a_lock_whose_connection_broke_is_left_without_an_error(
+        self, request: pytest.FixtureRequest
+    ) -> None:
+        """The server released the lock with the connection: nothing is left to release."""
+        dsn = postgres_database(request)
+        store = PostgresStore(dsn)
+        with store.lock("c-1"), psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        with store.lock("c-1"):
+            store.save("c-1", "{}", "d1")
+        store.close()
+
+    def test_at_most_a_few_idle_connections_are_kept(self, request: pytest.FixtureRequest) -> None:
+        store = PostgresStore(postgres_database(request))
+        with contextlib.ExitStack() as held:
+            for number in range(12):
+                held.enter_context(store.lock(f"c-{number}"))
+        assert len(store._idle) == 8
+        store.close()
+        assert store._idle == []
+
+    def test_a_bug_is_raised_as_itself_not_as_an_outage(
+        self, request: pytest.FixtureRequest
+    ) -> None:
+        dsn = postgres_database(request)
+        store = PostgresStore(dsn)
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute("DROP TABLE cutctx_proxy_conversations")
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            store.load("c-1")
         store.close()
 
 

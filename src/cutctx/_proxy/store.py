@@ -272,7 +272,8 @@ class _FileLocks:
         with _unavailable("the SQLite store's lock"):
             fd = _locked(path)
         try:
-            os.utime(fd, (now := self._clock(), now))  # when it was last used, for expire
+            with _unavailable("the SQLite store's lock"):
+                os.utime(fd, (now := self._clock(), now))  # when it was last used, for expire
             yield
         finally:
             os.close(fd)  # releases the lock
