@@ -19,6 +19,7 @@ import json
 import logging
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -276,6 +277,38 @@ async def _store_lock(store: Store, conversation: str) -> AsyncIterator[None]:
         done.set()
 
 
+class _Live:
+    """The windows this process saved last, warm, by conversation (the most recent ``size``).
+
+    A window is taken out for a step and put back only when its step was saved, with the text
+    saved: a step that failed upstream leaves nothing here, and a state another process saved
+    since does not match, so both are restored from the store instead.
+    """
+
+    def __init__(self, size: int = 256) -> None:
+        self._size = size
+        self._mutex = threading.Lock()
+        self._windows: OrderedDict[str, tuple[str, ContextWindow, dict[str, Any]]] = OrderedDict()
+
+    def take(
+        self, conversation: str, saved: str | None
+    ) -> tuple[ContextWindow, dict[str, Any]] | None:
+        with self._mutex:
+            live = self._windows.pop(conversation, None)
+        if live is None or saved is None or live[0] != saved:
+            return None
+        return live[1], live[2]
+
+    def put(
+        self, conversation: str, saved: str, window: ContextWindow, envelope: dict[str, Any]
+    ) -> None:
+        with self._mutex:
+            self._windows[conversation] = (saved, window, envelope)
+            self._windows.move_to_end(conversation)
+            while len(self._windows) > self._size:
+                self._windows.popitem(last=False)
+
+
 class _Relay(StreamingResponse):
     """A streamed response that runs ``cleanup`` however it ends (done, cut, or left)."""
 
@@ -328,6 +361,7 @@ class Proxy:
         self._estimator = TextEstimator()
         self._tools = ToolPrices(self._estimator)
         self._conversations = _Conversations()
+        self._live = _Live()
         self.total = Figures()
         self.figures: dict[str, Figures] = {}
 
@@ -405,7 +439,7 @@ class Proxy:
             await held.enter_async_context(self._conversations.held(conversation))
             await held.enter_async_context(_store_lock(self.store, conversation))
             saved = await run_in_threadpool(self.store.load, conversation)
-            served = await run_in_threadpool(self._serve, incoming, saved)
+            served = await run_in_threadpool(self._serve, conversation, incoming, saved)
         except BaseException as error:
             await held.aclose()
             if not isinstance(error, Exception):
@@ -498,17 +532,9 @@ class Proxy:
             digests=prefix_digests(messages, salt=salt),
         )
 
-    def _serve(self, incoming: Incoming, saved: str | None) -> Served:
+    def _serve(self, conversation: str, incoming: Incoming, saved: str | None) -> Served:
         """Run the window's step over the request's history (on a worker thread)."""
-        envelope = _envelope(saved)
-        window = None
-        if (
-            envelope is not None
-            and envelope.get("budget") == incoming.budget
-            and envelope.get("marked") == incoming.marked
-        ):
-            with contextlib.suppress(Exception):  # a state this version cannot read: start anew
-                window = ContextWindow.from_state(envelope["window"])
+        window, envelope = self._restored(conversation, incoming, saved)
         if window is None:
             envelope = None
             window = ContextWindow(
@@ -535,6 +561,34 @@ class Proxy:
             body = {**incoming.body, incoming.field: request}
             content = json.dumps(body, **_SERIALISED).encode("utf-8")  # type: ignore[arg-type]
         return Served(window, content, compacted, history, sent, len(messages))
+
+    def _restored(
+        self, conversation: str, incoming: Incoming, saved: str | None
+    ) -> tuple[ContextWindow | None, dict[str, Any] | None]:
+        """Return the conversation's window as ``saved`` left it, and the envelope's figures.
+
+        The window this process saved last is used as it is (warm) when the store still holds
+        what it saved; any other saved state is restored with ``ContextWindow.from_state``.
+        ``(None, None)``: no usable state (none, another budget, unreadable).
+        """
+        live = self._live.take(conversation, saved)
+        window: ContextWindow | None
+        envelope: dict[str, Any] | None
+        if live is not None:
+            window, envelope = live
+        else:
+            window, envelope = None, _envelope(saved)
+        if envelope is None or (envelope.get("budget"), envelope.get("marked")) != (
+            incoming.budget,
+            incoming.marked,
+        ):
+            return None, None
+        if window is None:
+            try:
+                window = ContextWindow.from_state(envelope["window"])
+            except Exception:  # noqa: BLE001 - a state this version cannot read: start anew
+                return None, None
+        return window, envelope
 
     def _figures(
         self,
@@ -585,6 +639,8 @@ class Proxy:
         }
         text = json.dumps(envelope, separators=(",", ":"))
         self.store.save(conversation, text, incoming.digests[-1])
+        del envelope["window"]
+        self._live.put(conversation, text, window, envelope)
 
     # -- sending and relaying -------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Final, NoReturn
 
+from cutctx import ValidationError
 from cutctx._proxy.app import DEFAULT_MAX_BODY, DEFAULT_TTL, create_app
 from cutctx._proxy.store import StoreUnavailable, open_store
 from cutctx._proxy.upstream import check_upstream
@@ -120,10 +121,8 @@ def main(argv: Sequence[str]) -> int:
         return _fail(str(error))
     try:
         store = open_store(arguments.store)
-    except (StoreUnavailable, ValueError) as error:
-        return _fail(f"--store: {error}")
-    except Exception as error:  # noqa: BLE001 - a bad store URL is one line, not a traceback
-        return _fail(f"--store: {error}")
+    except (StoreUnavailable, ValidationError) as error:
+        return _fail(str(error))
     try:
         return _serve(arguments, upstream, store)
     finally:
