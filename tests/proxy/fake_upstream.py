@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,16 @@ class Fault:
 
 class Cut(Exception):
     """Raised inside a stream to break the connection (the server closes it)."""
+
+
+class _QuietCuts(logging.Filter):
+    """Keep the fake server's traceback of a stream it cut on purpose out of the test output."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], Cut))
+
+
+logging.getLogger("uvicorn.error").addFilter(_QuietCuts())
 
 
 def unmarked(value: Any) -> Any:

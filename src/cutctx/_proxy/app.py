@@ -672,8 +672,8 @@ class Proxy:
                 await release()
             line.status = 502
             line.note = f"{line.note} upstream:{type(error).__name__}".strip()
-            self._count(line)
             LOG.info("%s", line.text())
+            self._count(line)
             message = f"cutctx proxy: the upstream could not be reached ({type(error).__name__})"
             return _error(api or _api_of(request.url.path), 502, "upstream_unreachable", message)
         line.status = answer.status_code
@@ -684,8 +684,8 @@ class Proxy:
             await answer.aclose()
             if release is not None:
                 await release()
-            self._count(line)
             LOG.info("%s", line.text())
+            self._count(line)
 
         return _Relay(chunks, answer.status_code, response_headers(answer.headers.raw), done)
 
