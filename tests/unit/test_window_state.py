@@ -427,7 +427,7 @@ class TestRestoreEdges:
         ("value", "named"),
         [
             (datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC), "datetime"),
-            (b"raw", "bytes"),
+            (bytearray(b"raw"), "bytearray"),
             ({1, 2}, "set"),
             (math.nan, "nan"),
             ({1: "one"}, "key 1"),
@@ -707,8 +707,8 @@ class TestSetSystem:
 
     def test_a_system_prompt_json_cannot_carry_is_refused(self) -> None:
         window = ContextWindow("anthropic", **SETTINGS)
-        with pytest.raises(ValidationError, match=r"system\[0\]\['cache'\] holds a bytes"):
-            window.set_system([{"type": "text", "text": "hi", "cache": b"x"}])
+        with pytest.raises(ValidationError, match=r"system\[0\]\['cache'\] holds a set"):
+            window.set_system([{"type": "text", "text": "hi", "cache": {1}}])
         assert window.system is None
 
 

@@ -24,6 +24,7 @@ from baseaicore import ValidationError
 
 from cutctx._core.estimators import restored_estimator
 from cutctx._core.values import Action
+from cutctx._loop.jsondata import from_json_data, to_json_data
 from cutctx._loop.ledger import Reading
 from cutctx._loop.packed import pack, unpack
 from cutctx._loop.request import WindowStats
@@ -89,6 +90,7 @@ def encode(
         "cutctx_window": STATE_VERSION,
         "format": fmt.name,
         **settings.given,
+        "system": to_json_data(settings.given["system"]),  # Converse blocks may hold bytes
         **{name: getattr(settings, name) is not None for name in _CALLABLES},
         "policy": named(policy),
         "estimator": list(estimator_marks(settings.estimator)),
@@ -146,8 +148,10 @@ def _digest(body: dict[str, Any]) -> str:
 
 
 def _literal(item: object) -> object:
-    if isinstance(item, int | list | dict):
+    if isinstance(item, int | list):
         return item
+    if isinstance(item, dict):
+        return to_json_data(item)  # a message the window made: its bytes tagged
     return ["render"]  # a message object of a custom format: rendered again on restore
 
 
@@ -240,7 +244,8 @@ def decode(
         _check_given(data, given, format)
         settings = Settings.of(
             data["max_tokens"], data["compact_at"], data["compact_to"], data["keep_first"],
-            data["protected_recent_turns"], data["keep_recent_results"], data["system"],
+            data["protected_recent_turns"], data["keep_recent_results"],
+            from_json_data(data["system"]),
             estimator, summarize, policy, data["summary_input_tokens"],
             data["cache_breakpoints"], priority, pin, data["max_result_tokens"], data["recall"],
             observation=observation,
@@ -442,7 +447,7 @@ def _saved(data: dict[str, Any], calibration: Calibration) -> Saved:
         _counts(data["prices"], "prices"),
         firsts,
         decisions,
-        list(recipe),
+        [from_json_data(item) if isinstance(item, dict) else item for item in recipe],
         digests,
         costs,
         tokens,

@@ -41,7 +41,7 @@ _HALF: Final = 64  # hex digits of one SHA-256 digest
 _LIST_HEADER: Final = len(marshal.dumps([], _VERSION))  # a list's type tag and length
 _SLICE: Final = 64  # messages written and hashed at a time
 
-type _Data = str | int | float | list[Any] | tuple[Any, ...] | dict[Any, Any] | None
+type _Data = str | int | float | bytes | list[Any] | tuple[Any, ...] | dict[Any, Any] | None
 
 
 class Fingerprint:
@@ -185,8 +185,10 @@ def _canonical(value: object, index: int) -> _Data:
             _canonical(item, index) if type(item) in _NESTED else item
             for item in value  # type: ignore[attr-defined]
         ]
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
+    if kind is str or kind is int or kind is float or kind is bool or kind is bytes:
         return value  # type: ignore[return-value]
+    if value is None:
+        return None
     return _canonical(_plain(value, index), index)  # a mapping, an SDK object: its data
 
 
@@ -200,8 +202,10 @@ def _plain(value: object, index: int) -> _Data:
         ValidationError: for anything else (``messages[index]`` is not message data).
     """
     kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
+    if kind is str or kind is int or kind is float or kind is bool or kind is bytes:
         return value  # type: ignore[return-value]
+    if value is None:
+        return None
     if kind is list or kind is tuple:
         return kind(_plain(item, index) for item in value)  # type: ignore[attr-defined]
     if isinstance(value, Mapping):

@@ -1,13 +1,21 @@
-"""Whether a value is JSON data a window's state can carry, and where it is not."""
+"""Whether a value is data a window's state can carry, and its lossless JSON form.
+
+Message data is JSON's values and raw ``bytes`` (boto3's images and redacted reasoning,
+google-genai's signatures). ``to_json_data`` writes ``bytes`` as ``{"$bytes": base64}`` and a dict
+that has a key starting with ``$`` as ``{"$dict": the dict}``, so every value reads back equal
+through ``from_json_data``, whatever keys the caller's own dicts hold.
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
-from typing import Final
+from typing import Final, cast
 
 from baseaicore import ValidationError
 
-__all__ = ["MAX_DEPTH", "check_json"]
+__all__ = ["MAX_DEPTH", "check_json", "from_json_data", "to_json_data"]
 
 # How deep a message (or a system prompt) may nest: lists and dicts within one another. The
 # state holds a message a few levels deeper still, and ``json`` (and ``marshal``, which the
@@ -20,16 +28,15 @@ type _Place = tuple[_Place, str | int] | None
 
 
 def check_json(value: object, where: str) -> None:
-    """Raise unless ``value`` is JSON data that reads back equal.
+    """Raise unless ``value`` is message data that reads back equal (``to_json_data``).
 
-    That is ``None``, a bool, an int, a finite float, a string, a list or tuple of JSON data,
-    or a dict with string keys and JSON data values, nested at most ``MAX_DEPTH`` levels and
-    never holding itself.
+    That is ``None``, a bool, an int, a finite float, a string, ``bytes``, a list or tuple of
+    such data, or a dict with string keys and such values, nested at most ``MAX_DEPTH`` levels
+    and never holding itself.
 
     Raises:
         ValidationError: naming ``where`` and the keys down to the first value that is not (a
-            ``datetime``, ``bytes``, a set, NaN, a key that is not a string, a list that holds
-            itself, ...).
+            ``datetime``, a set, NaN, a key that is not a string, a list that holds itself, ...).
     """
     # Depth first, leaving each container by a marker: ``inside`` holds the containers on the
     # path to the item at hand, so a container met again on its own path is a cycle (one that
@@ -41,7 +48,7 @@ def check_json(value: object, where: str) -> None:
         item, place, leaving = pop()
         if leaving:
             inside.discard(id(item))
-        elif item is None or isinstance(item, str | int):  # bool is an int
+        elif item is None or isinstance(item, str | int | bytes):  # bool is an int
             continue
         elif not isinstance(item, dict | list | tuple):
             _check_leaf(item, where, place)
@@ -87,4 +94,66 @@ def _refused(where: str, place: _Place, what: str) -> ValidationError:
     path = where + "".join(shown)
     return ValidationError(
         f"ContextWindow: {path} {what} (a window's state is JSON)", details={"field": path}
+    )
+
+
+_BYTES: Final = "$bytes"
+_DICT: Final = "$dict"
+
+
+def to_json_data(value: object) -> object:
+    """Return checked message data (``check_json``) as JSON data ``from_json_data`` reads back.
+
+    What holds no ``bytes`` and no dict with a ``$`` key is returned as it is (not copied).
+    """
+    if isinstance(value, bytes):
+        return {_BYTES: base64.b64encode(value).decode("ascii")}
+    if isinstance(value, dict):
+        mapping = cast("dict[str, object]", value)
+        made = {key: to_json_data(item) for key, item in mapping.items()}
+        if any(key.startswith("$") for key in mapping):
+            return {_DICT: made}
+        return made if any(made[key] is not item for key, item in mapping.items()) else value
+    if isinstance(value, list | tuple):
+        items = [to_json_data(item) for item in value]
+        return items if any(map(_is_not, items, value)) else value
+    return value
+
+
+def from_json_data(value: object) -> object:
+    """Return the message data ``to_json_data`` wrote as ``value`` (tags read back).
+
+    Raises:
+        ValidationError: for a ``$bytes`` tag that is not base64 text.
+    """
+    if isinstance(value, dict):
+        mapping = cast("dict[str, object]", value)
+        if len(mapping) == 1:
+            if _BYTES in mapping:
+                return _bytes_of(mapping[_BYTES])
+            inner = mapping.get(_DICT)
+            if isinstance(inner, dict):
+                return {key: from_json_data(item) for key, item in inner.items()}
+        made = {key: from_json_data(item) for key, item in mapping.items()}
+        return made if any(made[key] is not item for key, item in mapping.items()) else value
+    if isinstance(value, list):
+        items = [from_json_data(item) for item in value]
+        return items if any(map(_is_not, items, value)) else value
+    return value
+
+
+def _is_not(first: object, second: object) -> bool:
+    return first is not second
+
+
+def _bytes_of(text: object) -> bytes:
+    if isinstance(text, str):
+        try:
+            return base64.b64decode(text.encode("ascii"), validate=True)
+        except (binascii.Error, UnicodeEncodeError):
+            pass
+    raise ValidationError(
+        f"ContextWindow.from_state: malformed state ({_BYTES} holds {text!r:.40}, "
+        "not base64 bytes)",
+        details={"field": _BYTES},
     )

@@ -21,7 +21,7 @@ from cutctx._loop.decisions import Decisions, Summary, excerpts_of
 from cutctx._loop.fingerprint import Fingerprint
 from cutctx._loop.jsondata import check_json
 from cutctx._loop.request import Request, counted
-from cutctx.formats._format import hooks_of
+from cutctx.formats._format import WindowHooks, hooks_of
 from cutctx.formats._marks import unmarked
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def digest_of(fmt: Format[Any], message: object) -> str:
 class Step:
     """One ``prepare``: the window's parts, and the state it makes (a copy of the window's)."""
 
-    __slots__ = ("fmt", "planner", "policy", "recalled", "settings", "state")
+    __slots__ = ("caller", "fmt", "marked", "planner", "policy", "recalled", "settings", "state")
 
     def __init__(
         self,
@@ -77,6 +77,10 @@ class Step:
         self.fmt, self.settings, self.planner, self.policy = fmt, settings, planner, policy
         self.state = state.copy()
         self.recalled: list[TranscriptTurn] = []  # tool results to index once adopted
+        # The caller's history when some of its messages held cache markers (``begin``): the
+        # step holds them without, and ``emit`` sends the caller's own messages again.
+        self.caller: Sequence[Any] | None = None
+        self.marked: list[int] = []  # the indices of its messages that held one
 
     # -- the step -----------------------------------------------------------------------------
 
@@ -87,6 +91,7 @@ class Step:
                 f"ContextWindow: history must be a list of messages, got {type(history).__name__}",
                 details={"field": "history"},
             )
+        history = self.without_cache_markers(history)
         state = self.state
         if state.unseen:
             self.resume(history)
@@ -193,6 +198,8 @@ class Step:
         state = self.state
         state.calibration = state.calibration.sent(state.request.tokens)
         request = list(state.request.messages)
+        if self.caller is not None:
+            request = self.with_cache_markers(request)
         if self.settings.cache_breakpoints:
             return hooks_of(self.fmt).mark_cache(
                 request, state.stats.first_changed_index, self.settings.system
@@ -200,6 +207,55 @@ class Step:
         return request
 
     # -- its parts ----------------------------------------------------------------------------
+
+    def without_cache_markers(self, history: Sequence[Any]) -> Sequence[Any]:
+        """Return ``history`` as the step holds it: its messages without cache markers.
+
+        A marker is the caller's to place, not content: moved from message to message it leaves
+        the same history (no reset, no message priced again). ``self.caller`` keeps the
+        caller's own history when a message held one, for ``with_cache_markers``.
+        """
+        hooks = hooks_of(self.fmt)
+        if type(hooks).without_cache_markers is WindowHooks.without_cache_markers:
+            return history  # a format without markers
+        strip = hooks.without_cache_markers
+        plain = [strip(message) for message in history]
+        self.marked = [
+            index for index, message in enumerate(plain) if message is not history[index]
+        ]
+        if self.marked:
+            self.caller = history
+            return plain
+        return history
+
+    def with_cache_markers(self, request: list[Any]) -> list[Any]:
+        """Return ``request`` with the caller's own messages where it sends a held one whole.
+
+        Each message the request sends as the caller gave it (or as its copy without ``sticky``
+        and ``priority``) is the caller's current message again, its markers where the caller
+        put them; a message the window made (a stub, an excerpt, a merge) goes as it is.
+        """
+        caller, recipe = self.caller, self.state.request.recipe
+        assert caller is not None  # noqa: S101 - only called when begin kept the caller's history
+        if len(recipe) != len(request):
+            return request
+        made = list(request)
+        whole: set[int] = set()
+        for position, how in enumerate(recipe):
+            if type(how) is int:
+                made[position] = caller[how]
+                whole.add(how)
+            elif type(how) is list and len(how) == 2 and how[0] == "unmarked":
+                original = caller[how[1]]
+                made[position] = unmarked(original) if isinstance(original, dict) else original
+                whole.add(how[1])
+        seen = self.state.ledger.seen
+        marked = [
+            (seen[index], caller[index])
+            for index in self.marked
+            if index not in whole and index < len(seen)
+        ]
+        return hooks_of(self.fmt).with_cache_markers(made, marked) if marked else made
 
     def resettle(self, history: Sequence[Any]) -> None:
         """Read again the trailing messages whose turns the next messages may change."""

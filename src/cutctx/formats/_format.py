@@ -225,6 +225,29 @@ class WindowHooks[M]:
         """
         return message
 
+    def without_cache_markers(self, message: M) -> M:
+        """Return ``message`` without the caller's prompt-cache markers (itself if it has none).
+
+        A window compares, prices and holds a history without them, so a marker the caller
+        moves each turn is not a changed history, and sends the caller's own message (its
+        markers included) wherever it keeps that message whole. The default: no markers.
+
+        .. versionadded:: 0.1.1
+        """
+        return message
+
+    def with_cache_markers(self, request: list[M], marked: Sequence[tuple[M, M]]) -> list[M]:
+        """Return ``request`` with the caller's markers on the parts the window rewrote.
+
+        ``marked`` pairs each message the caller marked, as the window held it, with the
+        caller's own; the messages the request sends whole are the caller's already. The
+        default: ``request`` as it is.
+
+        .. versionadded:: 0.1.1
+        """
+        del marked
+        return request
+
     def mark_cache(self, request: list[M], stable: int, system: object) -> list[M]:
         """Return ``request`` with the provider's cache marker after its ``stable`` prefix.
 

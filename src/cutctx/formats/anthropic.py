@@ -35,6 +35,7 @@ from cutctx.formats._anthropic_order import (
     check_unique,
     place_breakpoint,
 )
+from cutctx.formats._cache_marks import with_cache_control, without_cache_control
 from cutctx.formats._common import (
     Binding,
     Message,
@@ -152,6 +153,14 @@ class _Anthropic(Format[Message], WindowHooks[Message], Presentation):
 
     def settled(self, message: Message) -> bool:
         return _settled(message)
+
+    def without_cache_markers(self, message: Message) -> Message:
+        return cast("Message", without_cache_control(message))
+
+    def with_cache_markers(
+        self, request: list[Message], marked: Sequence[tuple[Message, Message]]
+    ) -> list[Message]:
+        return with_cache_control(request, marked)
 
     def render(
         self, view: Transcript | CompactedTranscript, binding: Binding[Message]

@@ -40,6 +40,7 @@ from cutctx.formats._bedrock_blocks import (
     kind_of,
     result_of,
 )
+from cutctx.formats._cache_marks import without_cache_points
 from cutctx.formats._common import (
     Binding,
     Message,
@@ -120,6 +121,9 @@ class _BedrockConverse(Format[Message], WindowHooks[Message], Presentation):
             elif "reasoningContent" in block:
                 thoughts += price
         return calls, thoughts
+
+    def without_cache_markers(self, message: Message) -> Message:
+        return cast("Message", without_cache_points(message))
 
     def fingerprint_data(self, message: Message) -> object:
         return plain(message) if isinstance(message, Mapping) else message
