@@ -7,14 +7,16 @@ Everything runs in this process, with no network: the client reaches each path t
 ``httpx.MockTransport``. The upstream answers ``POST /v1/messages`` with a short message whose
 ``usage`` a simulated prompt cache fills in (``PromptCache``, Anthropic's rules below).
 
-1. **Latency**: one conversation whose history starts at 60 messages (~80 000 tokens; a system
-   prompt, seven tools, tool calls and results of ~2 600 tokens) and grows by one short exchange
-   a request, sent (a) directly to the upstream, (b) through a bare relay (a Starlette route
-   that forwards the body with httpx and returns the answer, nothing else), and (c) through the
-   proxy (``create_app`` over a SQLite store in a temporary directory; the model's context
-   size, so nothing is cut). The three are interleaved request by request; the median and p95 of
-   each and the proxy's added latency (proxy less direct, proxy less relay) are reported. Also
-   the first request of a new conversation at that size (the window prices the whole history).
+1. **Latency**: ten conversations whose histories start at 60 messages (~80 000 tokens; a
+   system prompt, seven tools, tool calls and results of ~2 600 tokens), taking turns, each
+   request one short exchange longer, sent (a) directly to the upstream, (b) through a bare
+   relay (a Starlette route that forwards the body with httpx and returns the answer, nothing
+   else), and (c) through the proxy (``create_app`` over a SQLite store in a temporary
+   directory; the model's context size, so nothing is cut). The three are interleaved request
+   by request; the median and p95 of each and the proxy's added latency (proxy less direct,
+   proxy less relay) are reported, for a client that marks the newest block for the cache as
+   Claude Code does and for one that sends no markers. Also the proxy's first request of each
+   conversation (the window prices the whole history).
 2. **Memory**: the process's resident set before and after 1 000 conversations (six messages
    each) have gone through the proxy and sit idle in its SQLite store, and the store's size.
 3. **Cache**: a 200-step agent session (``benchmarks/loop.py``'s, in Anthropic form), sent the
@@ -24,7 +26,9 @@ Everything runs in this process, with no network: the client reaches each path t
    is the cache's: the share of input tokens read from the cache and the input cost
    (uncached 1.0, cache write 1.25, cache read 0.1), proxy against direct. ``--sweep`` also
    runs the window's settings that matter for the cache (``compact_at``, ``compact_to``,
-   ``max_result_tokens``) over the same session, in the library, with the same cache.
+   ``max_result_tokens``) over the same session, in the library, with the same cache, with the
+   client's markers and with the window's own (``cache_breakpoints=True``, no client markers;
+   still against the direct session with Claude Code's markers).
 
 ``PromptCache`` follows Anthropic's documented rules: the prompt is tools, then system, then
 messages, read as content blocks; a request with ``cache_control`` on a block writes the prefix
@@ -475,9 +479,7 @@ def figures(usage: Usage) -> dict[str, Any]:
 
 
 MODES = {
-    "client": "the client's moving markers, handed to the window as they are (today's proxy)",
-    "ignored": "the client's markers taken off before the window and put back on the newest "
-    "block after it (what a window that ignores moved markers sends)",
+    "client": "the client's moving markers, handed to the window as they are (as the proxy does)",
     "window": "no client markers: the window places its own (cache_breakpoints=True)",
 }
 SETTINGS = (
@@ -510,8 +512,7 @@ def sweep(
         direct_cache.serve(client_body(system, tools, history))
     rows = []
     for mode in MODES:
-        # the client's markers reset the window every step: its full price, once is enough
-        for compact_at, compact_to, result_cap in settings[:1] if mode == "client" else settings:
+        for compact_at, compact_to, result_cap in settings:
             window = ContextWindow(
                 "anthropic",
                 max_tokens=max_tokens - tool_tokens,
@@ -527,9 +528,6 @@ def sweep(
                 body = client_body(system, tools, history)
                 if mode == "client":
                     body = {**body, "messages": window.prepare(body["messages"])}
-                elif mode == "ignored":
-                    sent = window.prepare(_unmarked(body["messages"]))
-                    body = client_body(system, tools, sent)
                 else:
                     body = unmarked_body(body)
                     body = {**body, "system": _unmarked(system)}
