@@ -255,3 +255,51 @@ class TestConversations:
         assert reply["tool_calls"]
         assert len(stats["conversations"]) == 2
         assert stats["total"]["passed_through"] == 0
+
+
+HOUR = {"type": "ephemeral", "ttl": "1h"}
+
+
+def markers_of(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every ``cache_control`` of a Messages API request, in order: system, then messages."""
+    blocks = list(body["system"]) if isinstance(body["system"], list) else []
+    for message in body["messages"]:
+        if isinstance(message["content"], list):
+            blocks.extend(message["content"])
+    return [block["cache_control"] for block in blocks if "cache_control" in block]
+
+
+class TestCacheMarkers:
+    def test_a_marker_moved_every_turn_is_kept_and_the_cache_keeps_hitting(self) -> None:
+        """Claude Code's way: two one-hour markers on the system prompt, one on the last block
+        of the last user message, moved every request."""
+        task = "Task: keep the cache warm."
+        system = [
+            {"type": "text", "text": "You are a CLI agent.", "cache_control": HOUR},
+            {"type": "text", "text": SYSTEM, "cache_control": HOUR},
+        ]
+        with running(max_tokens=BUDGET) as run:
+            client = anthropic_client(run.url)
+            history: list[dict[str, Any]] = [
+                {"role": "user", "content": [{"type": "text", "text": task}]}
+            ]
+            for step in range(60):
+                marked = [*history[:-1], {**history[-1], "content": [
+                    *history[-1]["content"][:-1],
+                    {**history[-1]["content"][-1], "cache_control": HOUR},
+                ]}]  # fmt: skip
+                reply = anthropic_step(client, marked, stream=True, system=system)
+                use = next(block for block in reply["content"] if block["type"] == "tool_use")
+                result = {"type": "tool_result", "tool_use_id": use["id"],
+                          "content": output(task, step)}  # fmt: skip
+                history += [reply, {"role": "user", "content": [result]}]
+            client.close()
+            posts = [post.json() for post in run.fake.posts("/v1/messages")]
+            stats = run.stats()
+        for number, body in enumerate(posts):
+            assert anthropic_problems(body["messages"]) == [], number
+            assert body["system"] == system
+            assert markers_of(body) == [HOUR, HOUR, HOUR], number  # the client's three, no more
+            assert body["messages"][-1]["content"][-1]["cache_control"] == HOUR
+        assert len(posts[-1]["messages"]) < len(history) - 1
+        assert stats["total"]["cache_read_share"] >= 0.7
