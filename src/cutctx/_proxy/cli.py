@@ -132,12 +132,13 @@ def main(argv: Sequence[str]) -> int:
 def _serve(arguments: argparse.Namespace, upstream: str, store: object) -> int:
     import uvicorn  # noqa: PLC0415 - the server is imported when it runs
 
+    family = socket.AF_INET6 if ":" in arguments.host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
     try:
-        family = socket.AF_INET6 if ":" in arguments.host else socket.AF_INET
-        listener = socket.socket(family, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((arguments.host, arguments.port))
     except OSError as error:
+        listener.close()
         return _fail(f"cannot listen on {arguments.host}:{arguments.port}: {error.strerror}")
     app = create_app(
         upstream, store=store,  # type: ignore[arg-type]
@@ -155,5 +156,10 @@ def _serve(arguments: argparse.Namespace, upstream: str, store: object) -> int:
         app, log_level="warning", access_log=False, lifespan="on", ws="none",
         server_header=False, date_header=False,
     )  # fmt: skip
-    uvicorn.Server(config).run(sockets=[listener])
+    try:
+        uvicorn.Server(config).run(sockets=[listener])
+    except KeyboardInterrupt:  # Ctrl-C: the server stopped cleanly, as asked
+        pass
+    finally:
+        listener.close()
     return 0
