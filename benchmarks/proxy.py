@@ -14,7 +14,8 @@ Everything runs in this process, with no network: the client reaches each path t
    else), and (c) through the proxy (``create_app`` over a SQLite store in a temporary
    directory; the model's context size, so nothing is cut). The three are interleaved request
    by request; the median and p95 of each and the proxy's added latency (proxy less direct,
-   proxy less relay) are reported, for a client that marks the newest block for the cache as
+   proxy less relay) are reported, and the added CPU time (the process's, all threads: what
+   a loaded machine does not stretch), for a client that marks the newest block for the cache as
    Claude Code does and for one that sends no markers. Also the proxy's first request of each
    conversation (the window prices the whole history).
 2. **Memory**: the process's resident set before and after 1 000 conversations (six messages
@@ -364,14 +365,16 @@ async def latency(
                 await path.send(body)
                 if name == "proxy":
                     first_requests.append(time.perf_counter() - started)
+        cpu: dict[str, list[float]] = {name: [] for name in paths}
         for number in range(requests):  # then each in turn, one short exchange longer
             turn = number % CONVERSATIONS
             histories[turn] = [*histories[turn], *exchange(corpus, 10_000 + number, (20, 80))]
             body = request_body(system, tools, histories[turn])
             for name, path in paths.items():
-                started = time.perf_counter()
+                started, used = time.perf_counter(), time.process_time()
                 await path.send(body)
                 times[name].append(time.perf_counter() - started)
+                cpu[name].append(time.process_time() - used)
         for path in paths.values():
             await path.aclose()
     median = {name: statistics.median(values) for name, values in times.items()}
@@ -385,6 +388,10 @@ async def latency(
         "added_median_ms": round((median["proxy"] - median["direct"]) * 1000, 2),
         "added_p95_ms": round((p95["proxy"] - p95["direct"]) * 1000, 2),
         "over_relay_median_ms": round((median["proxy"] - median["relay"]) * 1000, 2),
+        # CPU time (every thread of the process): what the machine's other load does not stretch
+        "added_cpu_median_ms": round(
+            (statistics.median(cpu["proxy"]) - statistics.median(cpu["direct"])) * 1000, 2
+        ),
         "first_request_median_ms": round(statistics.median(first_requests) * 1000, 2),
     }
 
