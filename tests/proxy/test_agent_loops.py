@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 BUDGET = 6_000
-STEPS = 110
+STEPS = 100
 CALIBRATED = 2  # the requests after the first two reports are within the budget
 
 
@@ -216,7 +216,7 @@ class TestConversations:
 
     def test_twelve_concurrent_conversations_send_what_each_sends_alone(self) -> None:
         tasks = [f"Task {n}: make module {n} pass its tests." for n in range(12)]
-        steps = 10
+        steps = 8
         with running(max_tokens=2_500) as solo:
             for task in tasks:
                 anthropic_run(solo, task, steps, stream=alternate)
@@ -283,7 +283,7 @@ class TestCacheMarkers:
             history: list[dict[str, Any]] = [
                 {"role": "user", "content": [{"type": "text", "text": task}]}
             ]
-            for step in range(60):
+            for step in range(40):
                 marked = [*history[:-1], {**history[-1], "content": [
                     *history[-1]["content"][:-1],
                     {**history[-1]["content"][-1], "cache_control": HOUR},

@@ -309,6 +309,37 @@ class _Live:
                 self._windows.popitem(last=False)
 
 
+class _Advance:
+    """Saves a step once its answer is complete: as it completes (``early``) or at the end."""
+
+    def __init__(self, save: Callable[[Usage | None], Awaitable[None]], *, early: bool) -> None:
+        self._save = save
+        self._early = early
+        self._ready = False
+        self._done = False
+        self._usage: Usage | None = None
+
+    async def reached(self, usage: Usage | None, line: Line) -> None:
+        """The answer is complete (a 2xx whose stream ended): save now or at ``finish``."""
+        self._ready, self._usage = True, usage
+        if self._early:
+            await self._run(line)
+
+    async def finish(self, line: Line) -> None:
+        """The exchange is over: save a complete answer not saved yet."""
+        if self._ready:
+            await self._run(line)
+
+    async def _run(self, line: Line) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            await self._save(self._usage)
+        except Exception as error:  # noqa: BLE001 - the answer still reaches the client
+            line.note = f"{line.note} unsaved:{_why(error)}".strip()
+
+
 class _Relay(StreamingResponse):
     """A streamed response that runs ``cleanup`` however it ends (done, cut, or left)."""
 
@@ -414,15 +445,13 @@ class Proxy:
             return await self._pass(request, api, raw, headers, line, why=f"unread:{_why(error)}")
         if isinstance(incoming, str):
             return await self._pass(request, api, raw, headers, line, why=incoming)
-        named = request.headers.get(CONVERSATION_HEADER, "").strip()
+        named = _valid_name(request.headers.get(CONVERSATION_HEADER, "").strip())
         try:
-            conversation = _valid_name(named) or await run_in_threadpool(
-                self.store.continued, incoming.digests
-            )
+            conversation = named or await run_in_threadpool(self.store.continued, incoming.digests)
         except StoreUnavailable as error:
             return await self._pass(request, api, raw, headers, line, why=f"store:{_why(error)}")
         line.conversation = conversation or new_conversation_id()
-        return await self._step(request, incoming, raw, headers, line)
+        return await self._step(request, incoming, raw, headers, line, named=named is not None)
 
     async def _step(
         self,
@@ -431,6 +460,8 @@ class Proxy:
         raw: bytes,
         headers: list[tuple[bytes, bytes]],
         line: Line,
+        *,
+        named: bool,
     ) -> Response:
         conversation = line.conversation
         held = contextlib.AsyncExitStack()
@@ -451,9 +482,13 @@ class Proxy:
         line.history_tokens, line.sent_tokens = served.history_tokens, served.sent_tokens
         line.compacted, line.windowed = served.compacted, True
 
-        async def advance(usage: Usage | None) -> None:
+        async def save(usage: Usage | None) -> None:
             await run_in_threadpool(self._advance, conversation, incoming, served, usage)
 
+        # The step is saved after the answer's last bytes left, off the client's wait: its next
+        # request finds this conversation by the history saved before and waits for the lock.
+        # A new conversation has no history saved yet, so its first step is saved before.
+        advance = _Advance(save, early=saved is None and not named)
         content = raw if served.content is None else served.content
         return await self._send(
             request, headers, content, line, api=incoming.api, advance=advance, release=held.aclose
@@ -652,15 +687,14 @@ class Proxy:
         line: Line,
         *,
         api: Api | None,
-        advance: Callable[[Usage | None], Awaitable[None]] | None = None,
+        advance: _Advance | None = None,
         release: Callable[[], Awaitable[None]] | None = None,
     ) -> Response:
         """Send the request upstream and return the response that relays its answer.
 
         ``api``: the request's format (its answer's usage is read), ``None`` for a request
-        forwarded as it came. ``advance`` runs when the answer is a complete 2xx, before its
-        last bytes go to the client (so the client's next request finds the saved step);
-        ``release`` when the exchange is over, however it ends.
+        forwarded as it came. ``advance`` runs when the answer is a complete 2xx; ``release``
+        when the exchange is over, however it ends.
         """
         raw_path = request.scope.get("raw_path") or request.url.path.encode("utf-8")
         url = self.upstream.url_for(raw_path, request.scope.get("query_string", b""))
@@ -682,6 +716,8 @@ class Proxy:
 
         async def done() -> None:
             await answer.aclose()
+            if advance is not None:
+                await advance.finish(line)
             if release is not None:
                 await release()
             LOG.info("%s", line.text())
@@ -694,7 +730,7 @@ class Proxy:
         answer: httpx.Response,
         line: Line,
         api: Api | None,
-        advance: Callable[[Usage | None], Awaitable[None]] | None,
+        advance: _Advance | None,
     ) -> AsyncIterator[bytes]:
         """Yield the answer's bytes as they arrive, reading its usage (and advancing) on the way.
 
@@ -715,7 +751,7 @@ class Proxy:
                         advanced = True
                         line.usage = events.usage
                         if advance is not None:
-                            await self._advance_logged(advance, events.usage, line)
+                            await advance.reached(events.usage, line)
                     yield chunk
                     continue
                 if parts is not None:
@@ -732,20 +768,9 @@ class Proxy:
         if parts is not None:
             line.usage = from_json(cast("Api", api), b"".join(parts))
             if advance is not None:
-                await self._advance_logged(advance, line.usage, line)
+                await advance.reached(line.usage, line)
         if held is not None:
             yield held
-
-    async def _advance_logged(
-        self,
-        advance: Callable[[Usage | None], Awaitable[None]],
-        usage: Usage | None,
-        line: Line,
-    ) -> None:
-        try:
-            await advance(usage)
-        except Exception as error:  # noqa: BLE001 - the answer still reaches the client
-            line.note = f"{line.note} unsaved:{_why(error)}".strip()
 
     def _count(self, line: Line) -> None:
         """Add a served request to the figures of its conversation and of all."""
