@@ -155,7 +155,8 @@ class TestSameRequestsAcrossProcesses:
         found = [serve(store, history) for history in histories()]
         store.close()
         assert len({conversation for conversation, _ in found}) == 1  # found by its history
-        assert [request for _, request in found] == expected
+        sent = [json.dumps(request) for _, request in found]
+        assert sent == [json.dumps(request) for request in expected]  # byte-identical
         assert any("Summary of" in json.dumps(request) for request in expected)  # compacted
 
     def test_two_processes_taking_turns_and_one_killed_mid_step_send_the_same_requests(
