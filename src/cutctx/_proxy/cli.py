@@ -137,6 +137,7 @@ def _serve(arguments: argparse.Namespace, upstream: str, store: object) -> int:
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((arguments.host, arguments.port))
+        listener.listen(2048)  # connections wait from now on: the start-up line is true
     except OSError as error:
         listener.close()
         return _fail(f"cannot listen on {arguments.host}:{arguments.port}: {error.strerror}")
