@@ -79,3 +79,55 @@ class TestObservations:
         with contextlib.suppress(BudgetUnsatisfiable):
             for end in range(1, len(history) + 1):
                 check(history[:end], window.prepare(history[:end]), budget)
+
+
+def everything(message: dict[str, Any]) -> bool:
+    """Marks every message: the pins must win over it."""
+    del message
+    return True
+
+
+@st.composite
+def pinned_heads(draw: st.DrawFn) -> tuple[list[dict[str, Any]], int]:
+    """A ReAct history behind a system prompt and a long head of user messages, and keep_first.
+
+    The head (a demonstration, the task: long enough to be excerpted or masked) is what
+    ``keep_first`` pins.
+    """
+    keep_first = draw(st.integers(1, 3))
+    lines = draw(st.integers(1, 200))
+    head = [
+        {"role": "user", "content": "".join(f"head {n} line {k}\n" for k in range(lines))}
+        for n in range(keep_first)
+    ]
+    system = {"role": "system", "content": "".join(f"rule {k}\n" for k in range(lines))}
+    return [system, *head, *draw(react())], keep_first
+
+
+class TestPinsWin:
+    @SETTINGS
+    @given(case=pinned_heads(), budget=st.integers(200, 8000), cap=st.integers(2, 400))
+    def test_pinned_and_system_messages_come_back_as_the_callers_objects(
+        self, case: tuple[list[dict[str, Any]], int], budget: int, cap: int
+    ) -> None:
+        """Invariant: with a predicate that marks every message, the system message and the
+        ``keep_first`` messages are sent as the caller's own objects (never masked, excerpted
+        or dropped), by ``compact_messages`` and by the window at every step. Catches a pinned
+        message read as an observation (the predicate winning over the pin)."""
+        history, keep_first = case
+        pins = 1 + keep_first
+        cap = min(cap, budget)
+        with contextlib.suppress(BudgetUnsatisfiable):
+            done = compact_messages(
+                history, max_tokens=budget, format="openai_chat", observation=everything,
+                keep_first=keep_first, max_result_tokens=cap,
+            )  # fmt: skip
+            assert all(done.messages[i] is history[i] for i in range(pins))
+        window = ContextWindow(
+            "openai_chat", max_tokens=budget, observation=everything, keep_first=keep_first,
+            max_result_tokens=cap,
+        )  # fmt: skip
+        with contextlib.suppress(BudgetUnsatisfiable):
+            for end in range(pins, len(history) + 1):
+                request = window.prepare(history[:end])
+                assert all(request[i] is history[i] for i in range(pins))

@@ -651,9 +651,10 @@ class TestExcerptsAreChecked:
         )
         only(found, "'t1'", "no max_result_tokens")
 
-    def test_an_excerpt_of_a_result_within_the_cap_is_refused(self) -> None:
+    def test_an_excerpt_of_a_result_within_the_cap_is_admitted_when_smaller(self) -> None:
+        # Results that arrive together share the room: one under the cap may be cut too.
         replacement = excerpt_of_log()
-        found = violations(
+        made = plan(
             excerpting(replacement),
             after=60 + replacement.token_estimate,
             unmet=False,
@@ -661,7 +662,19 @@ class TestExcerptsAreChecked:
             transcript=BIG,
             budget=capped(1000, LOG_TOKENS),
         )
-        only(found, "'t1'", "not over max_result_tokens", "300 <= 300")
+        assert made.tokens_after_estimate == 60 + replacement.token_estimate
+
+    def test_an_excerpt_no_smaller_than_its_result_is_refused(self) -> None:
+        replacement = excerpt_of_log()
+        found = violations(
+            excerpting(TurnReplacement(replacement.content, LOG_TOKENS)),
+            after=60 + LOG_TOKENS,
+            unmet=False,
+            before=360,
+            transcript=BIG,
+            budget=capped(1000, LOG_TOKENS),
+        )
+        only(found, "'t1'", "not smaller than the result", "300 >= 300")
 
     def test_an_excerpt_priced_over_the_cap_is_refused(self) -> None:
         replacement = excerpt_of_log()

@@ -606,11 +606,14 @@ class TestCalibration:
         for history in steps[60:]:
             assert restored.prepare(history) == window.prepare(history)
 
-    def test_the_result_cap_does_not_move_with_the_calibration(self) -> None:
+    def test_new_results_are_excerpted_at_the_calibrated_cap_and_old_excerpts_stay(
+        self,
+    ) -> None:
         calibration = dataclasses.replace(Calibration(), reports=((1000, 2000),))
         window = ContextWindow("openai_chat", max_result_tokens=500, **SETTINGS)
         limits = calibration.applied(window._settings)
-        assert limits.cap == 500
+        assert limits.cap == 500  # what plans are checked against: earlier excerpts stay valid
+        assert limits.new_result_cap == 333  # a result arriving now: 500 / 1.5
         assert limits.max_tokens == 1666  # 1.5 x estimate + 500: (3000 - 500) / 1.5
 
     def test_a_small_first_request_teaches_an_offset_not_a_ratio(self) -> None:
@@ -654,9 +657,9 @@ class TestCalibration:
         assert Calibration(((50, 100), (50, 140))).fit() == (1.5, 45.0, 20.0)
 
     def test_a_steep_fit_is_held_to_its_slope_range(self) -> None:
-        slope, offset, margin = Calibration(((100, 100), (200, 1000))).fit()
-        assert (slope, offset, margin) == (2.0, 250.0, 350.0)
-        slope, _, _ = Calibration(((100, 1000), (200, 1001))).fit()
+        slope, offset, margin = Calibration(((100, 100), (200, 1000), (300, 1900))).fit()
+        assert (slope, offset, margin) == (2.0, 600.0, 700.0)
+        slope, _, _ = Calibration(((100, 1000), (200, 1001), (300, 1002))).fit()
         assert slope == 0.5
 
 

@@ -272,7 +272,7 @@ def _require_satisfiable(
 def _check_excerpts(
     shape: Layout, budget: CompactionBudget, table: ActionTable, problems: list[str]
 ) -> None:
-    """Check every excerpt: of a tool result over the cap, within the cap, of the right shape."""
+    """Check every excerpt: of a tool result, smaller than it, within the cap, well formed."""
     cap = budget.max_result_tokens
     ids, stubs, texts = table.turn_ids, table.stub_tokens, table.stub_texts
     for index in indices(table.kinds.translate(EXCERPTED)):
@@ -284,10 +284,12 @@ def _check_excerpts(
         if cap is None:
             problems.append(f"excerpted turn {name!r}: the budget sets no max_result_tokens")
             continue
-        if turn.token_estimate <= cap:
+        if turn.token_estimate <= stubs[index]:
+            # A result under the cap may be excerpted too (results that arrive together share
+            # the room: the window), but an excerpt must cost less than the original.
             problems.append(
-                f"excerpted turn {name!r} is not over max_result_tokens "
-                f"({turn.token_estimate} <= {cap})"
+                f"excerpt of {name!r} is not smaller than the result "
+                f"({stubs[index]} >= {turn.token_estimate})"
             )
         if stubs[index] > cap:
             problems.append(

@@ -26,8 +26,9 @@ from cutctx._core.values import (
     check_bool,
     check_count,
 )
-from cutctx._loop.ledger import pin_first
-from cutctx._loop.settings import tokens_of, two_argument
+from cutctx._loop.callables import two_argument
+from cutctx._loop.ledger import observe, pin_first
+from cutctx._loop.settings import tokens_of
 from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
@@ -38,7 +39,6 @@ from cutctx._policies.priority import PriorityPolicy
 from cutctx._policies.stubs import INDEX_PROMPT_ID, StubDroppingPolicy, index_text
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats import Binding, Format, FormatName, resolve
-from cutctx.formats._marks import read_observations
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -121,9 +121,11 @@ def compact_messages[M](
     sent on. When any message has a priority, the default policy is
     ``PriorityPolicy(mask_results=True)`` (lowest priority shed first, results masked before
     their exchanges are dropped) and nothing is summarized. ``observation`` (``message -> bool``
-    or ``(index, message) -> bool``) marks the user messages that carry tool output: each is a
-    tool result to every policy (masked, excerpted), in the exchange of the assistant message
-    before it; unmarked user messages are never touched.
+    or ``(index, message) -> bool``, told apart by its signature as ``ContextWindow`` tells it)
+    marks the user messages that carry tool output: each is a tool result to every policy
+    (masked, excerpted), in the exchange of the assistant message before it; unmarked user
+    messages are never touched, and neither are pinned ones (``keep_first``, ``pin=``), whatever
+    it says.
 
     >>> done = compact_messages([{"role": "user", "content": "hi"}], max_tokens=10,
     ...                         format="openai_chat")
@@ -250,7 +252,14 @@ class _Job:
         # The budget below leaves the request's overhead out of the messages' room instead.
         transcript = Transcript(transcript.turns)
         if observation is not None:
-            transcript, binding = observed(fmt, transcript, binding, chosen, observation)
+            transcript, binding = observed(
+                fmt,
+                transcript,
+                binding,
+                chosen,
+                observation,
+                check_count("compact_messages", "keep_first", keep_first),
+            )
         if keep_first:
             transcript = pin_first_messages(transcript, binding, keep_first)
         # The messages' budget leaves room for what the request costs beyond them.
@@ -474,14 +483,18 @@ def default_messages_policy(
     return PolicyChain((*members, floor, DropOldestPolicy()))
 
 
-def observed(
+def observed(  # noqa: PLR0917 - the job's pieces, as named there
     fmt: Format[Any],
     transcript: Transcript,
     binding: Binding[Any],
     estimator: TokenEstimator,
     observation: object,
+    keep_first: int,
 ) -> tuple[Transcript, Binding[Any]]:
     """Return ``transcript`` and ``binding`` with the observations read as tool results.
+
+    The first ``keep_first`` non-system messages are pinned next, so they are never read as
+    observations (``observe``: a pin wins over the predicate).
 
     Raises:
         ValidationError: for an ``observation`` that is not callable or returns no bool.
@@ -491,13 +504,14 @@ def observed(
             "compact_messages: observation must be callable(index, message) -> bool",
             details={"field": "observation"},
         )
-    turns, parts = read_observations(
-        fmt.name,
+    turns, parts = observe(
+        fmt,
         transcript.turns,
         binding.parts,
         binding.messages,
-        two_argument(observation),
-        framing=fmt.pricer(estimator).role("user"),
+        two_argument(observation, owner="compact_messages"),
+        estimator,
+        keep_first=keep_first,
     )
     return Transcript(tuple(turns)), dataclasses.replace(binding, parts=parts)
 

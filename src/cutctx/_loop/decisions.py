@@ -10,7 +10,7 @@ the gate), and the executor makes the view from it, so no second view builder ex
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from baseaicore import ValidationError
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from cutctx._loop.settings import Settings
     from cutctx.formats import Scanned
 
-__all__ = ["Decisions", "Summary", "excerpts_of"]
+__all__ = ["MIN_SHARED_EXCERPT", "Decisions", "Summary", "excerpts_of", "shared_excerpts"]
 
 
 def excerpts_of(read: Scanned[Any] | None, settings: Settings) -> dict[str, TurnReplacement]:
@@ -47,13 +47,55 @@ def excerpts_of(read: Scanned[Any] | None, settings: Settings) -> dict[str, Turn
     An excerpt is decided once, when its result arrives (its elision lines name the recall tool
     when recall is on); one whose framing alone is over the cap is not made.
     """
-    cap = settings.cap
+    cap = settings.new_result_cap
     if read is None or cap is None:
         return {}
     tool = RECALL_TOOL if settings.recall else None
     made = {}
     for turn in read.turns:
         if turn.role is Role.TOOL and turn.token_estimate > cap:
+            excerpt = excerpt_of(turn, cap, settings.estimator, tool)
+            if excerpt is not None:
+                made[turn.turn_id] = excerpt
+    return made
+
+
+MIN_SHARED_EXCERPT: Final = 200
+"""The fewest tokens a result is cut to when several large results must fit in one request."""
+
+
+def shared_excerpts(
+    turns: Sequence[TranscriptTurn],
+    excerpts: dict[str, TurnReplacement],
+    room: int,
+    settings: Settings,
+) -> dict[str, TurnReplacement]:
+    """Return ``excerpts`` with the tool results among ``turns`` cut to fit ``room`` together.
+
+    Results that arrive at once (parallel calls, or one step's several large files) share the
+    room the rest of the request leaves them: each result under an even share keeps what it
+    has, and the others are excerpted to the share of what is left, never below
+    ``MIN_SHARED_EXCERPT`` tokens. ``excerpts`` is returned as it is when they fit.
+    """
+    results = [turn for turn in turns if turn.role is Role.TOOL]
+
+    def price(turn: TranscriptTurn) -> int:
+        return excerpts.get(turn.turn_id, turn).token_estimate
+
+    if not results or sum(map(price, results)) <= room:
+        return excerpts
+    ordered = sorted(results, key=price)
+    left, cap = room, MIN_SHARED_EXCERPT
+    for position, turn in enumerate(ordered):
+        share = left // (len(ordered) - position)
+        if price(turn) > share:
+            cap = max(MIN_SHARED_EXCERPT, share)
+            break
+        left -= price(turn)
+    tool = RECALL_TOOL if settings.recall else None
+    made = dict(excerpts)
+    for turn in results:
+        if price(turn) > cap:
             excerpt = excerpt_of(turn, cap, settings.estimator, tool)
             if excerpt is not None:
                 made[turn.turn_id] = excerpt

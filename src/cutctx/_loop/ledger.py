@@ -25,10 +25,20 @@ from cutctx.formats._marks import read_observations
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from cutctx._loop.settings import Settings
+    from cutctx._core.protocols import TokenEstimator
+    from cutctx._loop.settings import Pin, Settings
     from cutctx.formats import Format
 
-__all__ = ["REQUEST_TURN_ID", "Ledger", "Reading", "message_costs", "pin_first", "unfit"]
+__all__ = [
+    "REQUEST_TURN_ID",
+    "Ledger",
+    "Reading",
+    "first_messages",
+    "message_costs",
+    "observe",
+    "pin_first",
+    "unfit",
+]
 
 REQUEST_TURN_ID = "request"
 """The pinned turn that holds what a request costs beyond its messages (never rendered)."""
@@ -52,30 +62,82 @@ def message_costs(read: Scanned[Any]) -> list[int]:
     return list(costs.values())
 
 
+def first_messages(
+    turns: Sequence[TranscriptTurn], parts: Mapping[str, Part], count: int
+) -> list[int]:
+    """Return the indices of the first ``count`` non-system messages among ``turns``, in order.
+
+    ``parts`` maps each turn id to its origin; a message counts if any of its turns is not
+    ``SYSTEM`` (the task). These are the messages ``keep_first`` pins.
+    """
+    firsts: list[int] = []
+    if count <= 0:
+        return firsts
+    seen: set[int] = set()
+    for turn in turns:
+        index = parts[turn.turn_id].index
+        if index is not None and turn.role is not Role.SYSTEM and index not in seen:
+            if len(firsts) == count:
+                break
+            seen.add(index)
+            firsts.append(index)
+    return firsts
+
+
 def pin_first(
     turns: Sequence[TranscriptTurn], parts: Mapping[str, Part], count: int
 ) -> tuple[list[TranscriptTurn], list[int]]:
     """Return ``turns`` with those of their first ``count`` non-system messages pinned.
 
-    Also return those messages' indices, in order (at most ``count``). ``parts`` maps each turn
-    id to its origin; a message counts if any of its turns is not ``SYSTEM`` (the task).
+    Also return those messages' indices, in order (at most ``count``; see ``first_messages``).
     """
-    firsts: set[int] = set()
-    for turn in turns:
-        index = parts[turn.turn_id].index
-        if index is not None and turn.role is not Role.SYSTEM and index not in firsts:
-            if len(firsts) == count:
-                break
-            firsts.add(index)
+    firsts = first_messages(turns, parts, count)
     if not firsts:
         return list(turns), []
+    chosen = set(firsts)
     pinned = [
         dataclasses.replace(turn, pinned=True)
-        if not turn.pinned and parts[turn.turn_id].index in firsts
+        if not turn.pinned and parts[turn.turn_id].index in chosen
         else turn
         for turn in turns
     ]
     return pinned, sorted(firsts)
+
+
+def observe(  # noqa: PLR0917 - the reading, the predicate and where it starts
+    fmt: Format[Any],
+    turns: Sequence[TranscriptTurn],
+    parts: Mapping[str, Part],
+    sent: Sequence[dict[str, Any]],
+    observation: Pin,
+    estimator: TokenEstimator,
+    *,
+    keep_first: int,
+    offset: int = 0,
+) -> tuple[list[TranscriptTurn], dict[str, Part]]:
+    """Return ``turns`` and ``parts`` with the observations read as tool results.
+
+    The one reading of ``observation=`` (the window's and ``compact_messages``'): each user
+    message read whole for which ``observation(index, message)`` is true becomes a tool result
+    (``read_observations``), priced as it is sent. A pin wins over the predicate: the first
+    ``keep_first`` non-system messages among ``turns`` (the ones ``pin_first`` pins next), every
+    turn already pinned (``pin=``) and every system message are never read as observations, so
+    they are never masked, excerpted, recalled or dropped. ``sent`` holds the messages from
+    history index ``offset`` on.
+
+    Raises:
+        ValidationError: naming the message, for an ``observation`` that returns no bool.
+    """
+    return read_observations(
+        fmt.name,
+        turns,
+        parts,
+        sent,
+        observation,
+        offset=offset,
+        framing=fmt.pricer(estimator).role("user"),
+        pinned=frozenset(first_messages(turns, parts, keep_first)),
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -277,13 +339,12 @@ class Ledger:
 
     def _observed(self, read: Scanned[Any], offset: int) -> Scanned[Any]:
         """Return ``read`` with its observations read as tool results (``observation=``)."""
-        observation = self.settings.observation
-        if observation is None:
+        settings = self.settings
+        if settings.observation is None:
             return read
-        framing = self.fmt.pricer(self.settings.estimator).role("user")
-        turns, parts = read_observations(
-            self.fmt.name, read.turns, read.parts, read.sent, observation,
-            offset=offset, framing=framing,
+        turns, parts = observe(
+            self.fmt, read.turns, read.parts, read.sent, settings.observation, settings.estimator,
+            keep_first=settings.keep_first - self.firsts, offset=offset,
         )  # fmt: skip
         return read._replace(turns=tuple(turns), parts=parts)
 

@@ -21,6 +21,7 @@ from cutctx._core.errors import BudgetUnsatisfiable
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.invariants import Units, layout
 from cutctx._core.plan import CompactionPlan
+from cutctx._core.protocols import declares
 from cutctx._core.values import (
     SUMMARY_TURN_ID_PREFIX,
     Action,
@@ -29,12 +30,7 @@ from cutctx._core.values import (
     Transcript,
 )
 from cutctx._loop.compact import afulfil, fulfil, is_prioritized, priority_policy
-from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
-from cutctx._policies.drop import DropOldestPolicy
-from cutctx._policies.masking import ObservationMaskingPolicy
-from cutctx._policies.stubs import StubDroppingPolicy
-from cutctx._policies.summarizing import SummarizingPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -75,21 +71,19 @@ def stages_of(policy: CompactionPolicy) -> tuple[CompactionPolicy, ...]:
     """Split a chain whose leading masking members come before one that may summarize.
 
     The window runs the masking members first and the rest over the view they give, so a
-    summarizer is handed the stubs the request holds, not the originals behind them.
+    summarizer is handed the stubs the request holds, not the originals behind them. What a
+    member does is what it declares (``masks``, ``drops``: see ``CompactionPolicy``): the chain
+    is split after its leading ``masks`` members when a later member does anything but mask or
+    drop.
     """
     if not isinstance(policy, PolicyChain):
         return (policy,)
     members = policy.policies
     lead = 0
-    while lead < len(members) and isinstance(
-        members[lead], ObservationMaskingPolicy | StubDroppingPolicy
-    ):
+    while lead < len(members) and declares(members[lead], "masks"):
         lead += 1
     later = members[lead:]
-    if not lead or all(
-        isinstance(member, ObservationMaskingPolicy | StubDroppingPolicy | DropOldestPolicy)
-        for member in later
-    ):
+    if not lead or all(declares(member, "masks") or declares(member, "drops") for member in later):
         return (policy,)
     first = members[0] if lead == 1 else PolicyChain(members[:lead])
     rest = later[0] if len(later) == 1 else PolicyChain(later)
@@ -322,13 +316,14 @@ class Planner:
 
 
 def _without_summarizers(stages: Sequence[CompactionPolicy]) -> tuple[CompactionPolicy, ...]:
-    """Return ``stages`` with their summarizing members left out (none left: empty)."""
+    """Return ``stages`` with their summarizing members left out (none left: empty).
+
+    A summarizing member is one that declares ``summarizes`` (see ``CompactionPolicy``).
+    """
     kept: list[CompactionPolicy] = []
     for stage in stages:
         members = stage.policies if isinstance(stage, PolicyChain) else (stage,)
-        rest = [
-            m for m in members if not isinstance(m, SummarizingPolicy | BoundedSummarizingPolicy)
-        ]
+        rest = [m for m in members if not declares(m, "summarizes")]
         if rest:
             kept.append(rest[0] if len(rest) == 1 else PolicyChain(rest))
     return tuple(kept)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -10,6 +11,7 @@ from baseaicore import ValidationError
 from cutctx._core.estimators import resolve_estimator
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import check_count
+from cutctx._loop.callables import two_argument
 from cutctx.formats._common import shown
 
 if TYPE_CHECKING:
@@ -37,7 +39,6 @@ Cutting a 100 000-token window to half frees room for dozens of steps, but every
 one the agent no longer sees; ten thousand tokens is a dozen steps of a coding agent, enough to
 keep the cache's prefix for most of them.
 """
-_VARARGS = 0x04  # a code object's flag for *args (inspect.CO_VARARGS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,22 @@ class Settings:
     given: dict[str, Any]
     observation: Pin | None = None  # called as (index, message), whichever shape was given
     head_prices: tuple[int, ...] | None = None  # a state's: the head is not priced again
+    # The cap a result arriving now is excerpted to: ``cap`` held by the calibration (``None``:
+    # ``cap``). A plan is checked against ``cap``, so an excerpt decided earlier stays valid.
+    fresh_cap: int | None = None
+
+    def narrowed(self, tokens: int) -> Settings:
+        """Return these settings with ``tokens`` less room under each threshold (at least 1)."""
+        top = max(1, self.max_tokens - tokens)
+        at = max(1, min(top, self.at - tokens))
+        return dataclasses.replace(
+            self, max_tokens=top, at=at, to=max(1, min(at, self.to - tokens))
+        )
+
+    @property
+    def new_result_cap(self) -> int | None:
+        """The most tokens a result arriving now is sent at (``None``: excerpts are off)."""
+        return self.cap if self.fresh_cap is None else self.fresh_cap
 
     @classmethod
     def of(  # noqa: PLR0917 - the window's options, as named there
@@ -176,24 +193,6 @@ class Settings:
                 "recall": recall,
             },
         )
-
-
-def two_argument(function: Callable[..., bool]) -> Pin:
-    """Return ``function`` as a callable of ``(index, message)``.
-
-    ``observation=`` takes either shape: ``message -> bool`` (a function or method of one
-    required positional parameter and no ``*args``) or ``(index, message) -> bool``, as ``pin=``
-    takes. Any other callable (a class instance, a builtin) is called as ``pin=`` is.
-    """
-    code = getattr(function, "__code__", None)
-    if code is None or code.co_flags & _VARARGS:
-        return function
-    required = code.co_argcount - len(getattr(function, "__defaults__", None) or ())
-    if hasattr(function, "__self__"):  # a bound method: its first parameter is bound
-        required -= 1
-    if required == 1:
-        return lambda _index, message: function(message)
-    return function
 
 
 def tokens_of(name: str, value: object, max_tokens: int, *, owner: str = _OWNER) -> int:

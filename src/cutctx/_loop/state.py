@@ -31,6 +31,8 @@ _KEPT: Final = 8  # the reports a calibration learns from (the most recent ones)
 LOWEST_SLOPE: Final = 0.5  # the smallest slope a calibration may find
 _SLOPE_ONE: Final = (LOWEST_SLOPE, 1.5)  # the slope one estimate may teach (the rest is offset)
 _SLOPE: Final = (LOWEST_SLOPE, 2.0)  # the slope a fit over several estimates may find
+_FIT_REPORTS: Final = 3  # a least-squares slope needs this many reports ...
+_FIT_RANGE: Final = 0.25  # ... whose estimates span this share of their mean
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +78,12 @@ class Calibration:
     def fit(self) -> tuple[float, float, float]:
         """Return ``(slope, offset, margin)``: ``(1.0, 0.0, 0.0)`` before any report.
 
-        One estimate seen: the line through it with the slope ``provider / estimate`` held to
-        ``[0.5, 1.5]`` (a tokenizer against the default estimator is within that), the rest an
-        offset, so a small first request teaches a large offset rather than a large ratio. Two or
-        more: least squares over the reports, the slope held to ``[0.5, 2.0]``, the offset
-        ``>= 0``. The margin is the largest recent report's excess over the line.
+        Fewer than three reports, or estimates spanning less than a quarter of their mean: the
+        line through their mean with the slope ``provider / estimate`` held to ``[0.5, 1.5]`` (a
+        tokenizer against the default estimator is within that), the rest an offset, so a small
+        first request teaches a large offset rather than a large ratio. Otherwise least squares
+        over the reports, the slope held to ``[0.5, 2.0]``, the offset ``>= 0``. The margin is
+        the largest recent report's excess over the line.
         """
         if not self.reports:
             return 1.0, 0.0, 0.0
@@ -88,7 +91,9 @@ class Calibration:
         counts = [float(count) for _, count in self.reports]
         mean_e, mean_p = sum(estimates) / len(estimates), sum(counts) / len(counts)
         spread = sum((e - mean_e) ** 2 for e in estimates)
-        if spread == 0:
+        if len(estimates) < _FIT_REPORTS or max(estimates) - min(estimates) < _FIT_RANGE * mean_e:
+            # Too few reports, or estimates too close for a slope (two reports 13 tokens apart
+            # would give one of 20): the line through their mean, as for one report.
             slope = min(max(mean_p / mean_e, _SLOPE_ONE[0]), _SLOPE_ONE[1])
         else:
             moment = sum(
@@ -130,8 +135,8 @@ class Calibration:
 
         A threshold ``t`` becomes the largest estimate whose prediction is at most ``t``:
         ``floor((t - offset - margin) / slope)``, never below 1, for ``max_tokens``,
-        ``compact_at`` and ``compact_to``. The result cap is left alone: an excerpt already
-        decided stays valid.
+        ``compact_at`` and ``compact_to``; the result cap becomes ``floor(cap / slope)`` (an
+        excerpt already decided stays as it is).
         """
         if not self.reports:
             return settings
@@ -143,7 +148,11 @@ class Calibration:
         top = held(settings.max_tokens)
         at = max(1, min(top, held(settings.at)))
         to = max(1, min(at, held(settings.to)))
-        return dataclasses.replace(settings, max_tokens=top, at=at, to=to)
+        # The result cap follows: a result is a share of the request, in the provider's count.
+        cap = settings.cap
+        if cap is not None:  # never over the cap itself, which every plan is checked against
+            cap = max(1, min(cap, top, math.floor(cap / slope)))
+        return dataclasses.replace(settings, max_tokens=top, at=at, to=to, fresh_cap=cap)
 
     def to_data(self) -> dict[str, Any]:
         """Return this calibration as JSON data."""

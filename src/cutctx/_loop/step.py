@@ -11,15 +11,19 @@ state").
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+import math
+from typing import TYPE_CHECKING, Any, Final
 
 from baseaicore import ValidationError
 
-from cutctx._core.values import Action, Transcript, TurnReplacement, group_id_for
+from cutctx._core.errors import BudgetUnsatisfiable
+from cutctx._core.invariants import layout
+from cutctx._core.values import Action, Role, Transcript, TurnReplacement, group_id_for
 from cutctx._loop.compact import CompactedMessages, priority_policy
-from cutctx._loop.decisions import Decisions, Summary, excerpts_of
+from cutctx._loop.decisions import Decisions, Summary, excerpts_of, shared_excerpts
 from cutctx._loop.fingerprint import Fingerprint
 from cutctx._loop.jsondata import check_json
+from cutctx._loop.planner import Planner
 from cutctx._loop.request import Request, counted
 from cutctx.formats._format import WindowHooks, hooks_of
 from cutctx.formats._marks import unmarked
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import CompactionPolicy
     from cutctx._core.report import CompactionReport
     from cutctx._core.values import TranscriptTurn
-    from cutctx._loop.planner import Pending, Planner
+    from cutctx._loop.planner import Pending
     from cutctx._loop.settings import Settings
     from cutctx._loop.state import Saved, WindowState
     from cutctx.formats import Format, Scanned
@@ -41,6 +45,15 @@ __all__ = ["DIGEST_CHARS", "Step", "digest_of", "named"]
 DIGEST_CHARS = 16
 """The hex digits of a request message's digest (``digest_of``)."""
 
+
+HEDGE: Final = 0.4
+"""What a calibrated window reserves for the new messages of a step, as a share of their price.
+
+The calibration knows how the provider counts what it has reported on; new content may be of
+another kind (source code after logs) that the estimator prices lower against the provider's
+tokenizer: the default estimator's kinds of text span 0.9 to 1.3 of a tokenizer, up to 1.44x
+apart. The reserve holds only in the step the messages arrive: the next report covers them.
+"""
 
 _AS_SENT = (Action.KEEP, Action.MASK, Action.EXCERPT)
 """The actions a turn the request before held may be given back with (not a summary's)."""
@@ -109,14 +122,26 @@ class Step:
         excerpts = excerpts_of(read, self.settings)
         new = () if read is None else read.turns
         added = sum(excerpts.get(turn.turn_id, turn).token_estimate for turn in new)
-        if state.request.tokens + added <= self.settings.at:
+        hedge = math.ceil(HEDGE * added) if state.calibration.reports else 0
+        if state.request.tokens + added + hedge <= self.settings.at:
             self.append(history, read, added, excerpts)
             return None
         self.warm(history)
+        settings, planner = self.settings, self.planner
+        if hedge:
+            self.settings = settings.narrowed(hedge)
+            self.planner = Planner(self.fmt, self.settings, self.policy)
         if read is not None:
-            self.hold(history, read, excerpts)
+            self.hold(history, read, self.fitted(read.turns, excerpts))
         current = Transcript(tuple(self.current()))
-        return self.planner.plan(current, self.planner.policy_for(current), ledger)
+        try:
+            return self.planner.plan(current, self.planner.policy_for(current), ledger)
+        except BudgetUnsatisfiable:
+            if not hedge:
+                raise
+            # The untouchable turns fit the calibrated room, not the hedged one: no hedge.
+            self.settings, self.planner = settings, planner
+            return planner.plan(current, planner.policy_for(current), ledger)
 
     def complete(self, pending: Pending, texts: dict[str, str]) -> None:
         """Fold the compaction into the decisions, make the view and render the request."""
@@ -207,6 +232,24 @@ class Step:
         return request
 
     # -- its parts ----------------------------------------------------------------------------
+
+    def fitted(
+        self, new: Sequence[TranscriptTurn], excerpts: dict[str, TurnReplacement]
+    ) -> dict[str, TurnReplacement]:
+        """Return ``excerpts`` with the new results cut to fit the request together.
+
+        The new messages join the protected tail; the room their results share is what the
+        most a request may hold (``max_tokens``, calibrated) leaves after the untouchable turns
+        already held and the new messages that are not results (``shared_excerpts``). With
+        excerpts off (no result cap) the results stay whole.
+        """
+        if self.settings.cap is None or not new:
+            return excerpts
+        view = self.current()
+        flags = layout(Transcript((*view, *new)), self.planner.hard).untouchable
+        fixed = sum(turn.token_estimate for turn, flag in zip(view, flags, strict=False) if flag)
+        fixed += sum(turn.token_estimate for turn in new if turn.role is not Role.TOOL)
+        return shared_excerpts(new, excerpts, self.planner.top - fixed, self.settings)
 
     def without_cache_markers(self, history: Sequence[Any]) -> Sequence[Any]:
         """Return ``history`` as the step holds it: its messages without cache markers.

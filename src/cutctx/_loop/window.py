@@ -65,9 +65,11 @@ class ContextWindow:
     Messages carrying a ``"priority"`` (or ``priority=``, a function of ``(index, message)``)
     are shed by priority unless ``policy`` is given; ``"sticky": true`` (or ``pin=``) pins a
     message; neither key is sent. ``observation=`` (``message -> bool`` or ``(index, message) ->
-    bool``) marks the user messages that carry tool output (a ReAct agent's, SWE-agent's): each
-    is a tool result to every policy, in the exchange of the assistant message before it;
-    unmarked user messages are never touched.
+    bool``, told apart by its signature: any callable, ``functools.partial`` and objects with
+    ``__call__`` included; one of neither shape is refused here) marks the user messages that
+    carry tool output (a ReAct agent's, SWE-agent's): each is a tool result to every policy, in
+    the exchange of the assistant message before it; unmarked user messages are never touched,
+    and neither are pinned ones (``keep_first``, ``pin=``, ``"sticky"``), whatever it says.
 
     >>> window = ContextWindow("openai_chat", max_tokens=1000)
     >>> window.prepare([{"role": "user", "content": "hi"}])

@@ -10,7 +10,11 @@ from cutctx._core.values import Action, CompactionBudget, Transcript, check_coun
 from cutctx._policies.draft import BuiltinPolicy, Draft, Group, keep_all
 
 if TYPE_CHECKING:
+    from typing import Any, Self
+
     from cutctx._core.invariants import Layout
+    from cutctx._policies.config import Config
+    from cutctx._policies.draft import Describe
 
 __all__ = ["BoundedSummarizingPolicy"]
 
@@ -39,6 +43,7 @@ class BoundedSummarizingPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "bounded_summarizing"
     _VERSION: ClassVar[str] = "1.0.0"
+    summarizes: ClassVar[bool] = True
     _PRICES_ONLY: ClassVar[bool] = True
 
     def __init__(self, prompt_id: str, *, max_input_tokens: int, target_ratio: float = 0.2) -> None:
@@ -75,6 +80,22 @@ class BoundedSummarizingPolicy(BuiltinPolicy):
     def target_ratio(self) -> float:
         """The fraction of a group's tokens its summary should aim for."""
         return self._target_ratio
+
+    def _config(self, describe: Describe) -> dict[str, Any]:
+        del describe  # no members
+        return {
+            "prompt_id": self._prompt_id,
+            "max_input_tokens": self._max_input_tokens,
+            "target_ratio": self._target_ratio,
+        }
+
+    @classmethod
+    def _from_config(cls, config: Config) -> Self:
+        return cls(
+            config.text("prompt_id"),
+            max_input_tokens=config.count("max_input_tokens"),
+            target_ratio=config.number("target_ratio"),
+        )
 
     def __repr__(self) -> str:
         return (

@@ -29,8 +29,11 @@ from cutctx._policies.summarizing import SummarizingPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
+    from typing import Any, Self
 
     from cutctx._core.protocols import TokenEstimator
+    from cutctx._policies.config import Config
+    from cutctx._policies.draft import Describe
 
 __all__ = ["PolicyChain", "default_chain"]
 
@@ -90,6 +93,13 @@ class PolicyChain(BuiltinPolicy):
     def policies(self) -> tuple[CompactionPolicy, ...]:
         """The members, in the order they run."""
         return self._policies
+
+    def _config(self, describe: Describe) -> dict[str, Any]:
+        return {"policies": [describe(member) for member in self._policies]}
+
+    @classmethod
+    def _from_config(cls, config: Config) -> Self:
+        return cls(config.policies("policies"))
 
     def __repr__(self) -> str:
         return f"PolicyChain({list(self._policies)!r})"

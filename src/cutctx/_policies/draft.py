@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, Self
 
 from baseaicore import ValidationError
 
@@ -36,11 +36,16 @@ from cutctx._core.values import (
     trusted_replacement,
     trusted_request,
 )
+from cutctx._policies.config import estimator_name
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
-    from cutctx._core.protocols import TokenEstimator
+    from cutctx._core.protocols import CompactionPolicy, TokenEstimator
+    from cutctx._policies.config import Config
+
+    type Describe = Callable[[CompactionPolicy], dict[str, Any]]
+    """Describes a member policy: ``{"name", "version", "config"}``."""
 
 __all__ = [
     "BuiltinPolicy",
@@ -156,11 +161,7 @@ def estimator_marks(estimator: TokenEstimator) -> tuple[float | None, str | None
     """Return what a plan records about the estimator that priced it: ratio, or name."""
     if isinstance(estimator, CharRatioEstimator):
         return estimator.chars_per_token, None
-    name = getattr(estimator, "name", None)
-    if isinstance(name, str) and name:
-        return None, name
-    kind = type(estimator)
-    return None, f"{kind.__module__}.{kind.__qualname__}"
+    return None, estimator_name(estimator)
 
 
 def build_plan(
@@ -243,6 +244,13 @@ class BuiltinPolicy(ABC):
 
     _NAME: ClassVar[str]
     _VERSION: ClassVar[str]
+    masks: ClassVar[bool] = False
+    """It only masks tool results, or removes exchanges whose results are all masked already
+    (``CompactionPolicy``: what a policy may declare)."""
+    drops: ClassVar[bool] = False
+    """It removes whole exchanges."""
+    summarizes: ClassVar[bool] = False
+    """It plans summaries that the caller's ``summarize`` writes (a model call)."""
     _OUTSIDE_BUDGET: ClassVar[bool] = False
     """Whether the policy has work to do while the view fits the budget (excerpting does: its
     limit is the budget's ``max_result_tokens``), so a chain runs it even then."""
@@ -269,6 +277,25 @@ class BuiltinPolicy(ABC):
     def _outside_budget(self) -> bool:
         """Whether this policy has work to do while the view fits (see ``_OUTSIDE_BUDGET``)."""
         return self._OUTSIDE_BUDGET
+
+    @abstractmethod
+    def _config(self, describe: Describe) -> dict[str, Any]:
+        """Return this policy's configuration as plain JSON: what a record holds.
+
+        ``_from_config`` reads it back into an equal policy; the two are the class's one
+        statement of its knobs. ``describe`` describes a member (``{"name", "version",
+        "config"}``), for a policy made of others (the chain).
+        """
+
+    @classmethod
+    @abstractmethod
+    def _from_config(cls, config: Config) -> Self:
+        """Return the policy ``config`` (what ``_config`` wrote) describes.
+
+        Raises:
+            ValidationError: naming the key, for a configuration that is malformed.
+            NotRebuildable: for an estimator or a member that is not data.
+        """
 
     @abstractmethod
     def _draft(self, transcript: Transcript, budget: CompactionBudget, shape: Layout) -> Draft:

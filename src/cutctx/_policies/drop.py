@@ -13,8 +13,11 @@ from cutctx._policies.draft import BuiltinPolicy, Draft, keep_all
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
+    from typing import Any, Self
 
     from cutctx._core.invariants import Layout, Units
+    from cutctx._policies.config import Config
+    from cutctx._policies.draft import Describe
 
 __all__ = ["DropOldestPolicy", "drop_actions", "drop_in_order", "unit_heads"]
 
@@ -37,7 +40,17 @@ class DropOldestPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "drop_oldest"
     _VERSION: ClassVar[str] = "1.0.0"
+    drops: ClassVar[bool] = True
     _PRICES_ONLY: ClassVar[bool] = True
+
+    def _config(self, describe: Describe) -> dict[str, Any]:
+        del describe  # no knobs
+        return {}
+
+    @classmethod
+    def _from_config(cls, config: Config) -> Self:
+        del config  # no knobs: the reader refuses any key
+        return cls()
 
     def __repr__(self) -> str:
         return "DropOldestPolicy()"

@@ -15,6 +15,7 @@ from cutctx._core.values import (
     TurnReplacement,
     trusted_replacement,
 )
+from cutctx._policies.config import estimator_config
 from cutctx._policies.draft import (
     BuiltinPolicy,
     Draft,
@@ -24,8 +25,12 @@ from cutctx._policies.draft import (
 )
 
 if TYPE_CHECKING:
+    from typing import Any, Self
+
     from cutctx._core.invariants import Layout
     from cutctx._core.protocols import TokenEstimator
+    from cutctx._policies.config import Config
+    from cutctx._policies.draft import Describe
 
 __all__ = ["ExcerptingPolicy", "excerpt_of"]
 
@@ -80,6 +85,17 @@ class ExcerptingPolicy(BuiltinPolicy):
     def recall_tool(self) -> str | None:
         """The tool each elision line names for reading the rest, or ``None``."""
         return self._recall_tool
+
+    def _config(self, describe: Describe) -> dict[str, Any]:
+        del describe  # no members
+        return {"estimator": estimator_config(self._estimator), "recall_tool": self._recall_tool}
+
+    @classmethod
+    def _from_config(cls, config: Config) -> Self:
+        return cls(
+            estimator=config.estimator("estimator"),
+            recall_tool=config.optional_text("recall_tool"),
+        )
 
     def __repr__(self) -> str:
         return f"ExcerptingPolicy(estimator={self._estimator!r}, recall_tool={self._recall_tool!r})"

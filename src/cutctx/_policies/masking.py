@@ -32,6 +32,7 @@ from cutctx._core.values import (
     check_name,
     check_str,
 )
+from cutctx._policies.config import estimator_config
 from cutctx._policies.draft import (
     BuiltinPolicy,
     Draft,
@@ -45,9 +46,12 @@ from cutctx._policies.draft import (
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
+    from typing import Any, Self
 
     from cutctx._core.invariants import Layout
     from cutctx._core.protocols import TokenEstimator
+    from cutctx._policies.config import Config
+    from cutctx._policies.draft import Describe
 
 __all__ = [
     "ObservationMaskingPolicy",
@@ -99,6 +103,7 @@ class ObservationMaskingPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "observation_masking"
     _VERSION: ClassVar[str] = "1.0.0"
+    masks: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -154,6 +159,26 @@ class ObservationMaskingPolicy(BuiltinPolicy):
         .. versionadded:: 0.1.0
         """
         return self._min_reclaim
+
+    def _config(self, describe: Describe) -> dict[str, Any]:
+        del describe  # no members
+        return {
+            "keep_recent_results": self._keep_recent_results,
+            "placeholder": self._placeholder,
+            "estimator": estimator_config(self._estimator),
+            "exclude_tools": list(self._exclude_tools),
+            "min_reclaim": self._min_reclaim,
+        }
+
+    @classmethod
+    def _from_config(cls, config: Config) -> Self:
+        return cls(
+            config.count("keep_recent_results"),
+            config.text("placeholder"),
+            estimator=config.estimator("estimator"),
+            exclude_tools=config.names("exclude_tools", ()),
+            min_reclaim=config.count("min_reclaim", 0),
+        )
 
     def __repr__(self) -> str:
         return (

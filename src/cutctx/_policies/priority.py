@@ -26,6 +26,7 @@ from cutctx._core.values import (
     check_count,
     check_name,
 )
+from cutctx._policies.config import estimator_config
 from cutctx._policies.draft import BuiltinPolicy, Draft, estimator_marks, keep_all
 from cutctx._policies.drop import drop_actions, drop_in_order, unit_heads
 from cutctx._policies.masking import (
@@ -38,9 +39,12 @@ from cutctx._policies.masking import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, MutableSequence, Sequence
+    from typing import Any, Self
 
     from cutctx._core.invariants import Layout, Units
     from cutctx._core.protocols import TokenEstimator
+    from cutctx._policies.config import Config
+    from cutctx._policies.draft import Describe
 
 __all__ = ["PriorityPolicy", "turn_priorities"]
 
@@ -77,6 +81,7 @@ class PriorityPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "priority"
     _VERSION: ClassVar[str] = "1.0.0"
+    drops: ClassVar[bool] = True  # and masks, but not only: it drops results seen whole
     _PRICES_ONLY: ClassVar[bool] = True
 
     def __init__(
@@ -112,6 +117,24 @@ class PriorityPolicy(BuiltinPolicy):
     def estimator(self) -> TokenEstimator:
         """The estimator that prices stubs."""
         return self._estimator
+
+    def _config(self, describe: Describe) -> dict[str, Any]:
+        del describe  # no members
+        return {
+            "mask_results": self._mask_results,
+            "keep_recent_results": self._keep_recent_results,
+            "placeholder": self._placeholder,
+            "estimator": estimator_config(self._estimator),
+        }
+
+    @classmethod
+    def _from_config(cls, config: Config) -> Self:
+        return cls(
+            mask_results=config.flag("mask_results"),
+            keep_recent_results=config.count("keep_recent_results"),
+            placeholder=config.text("placeholder"),
+            estimator=config.estimator("estimator"),
+        )
 
     def __repr__(self) -> str:
         return (

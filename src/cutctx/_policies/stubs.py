@@ -19,15 +19,19 @@ from typing import TYPE_CHECKING, ClassVar, Final
 from cutctx._core.digest import json_string_digest
 from cutctx._core.metadata import KIND_METADATA, MASKED_KIND
 from cutctx._core.values import SUMMARY_TURN_ID_PREFIX, Action, Role, check_bool
+from cutctx._policies.config import estimator_config
 from cutctx._policies.draft import BuiltinPolicy, Draft, Group, check_estimator, keep_all
 from cutctx._policies.drop import drop_actions, drop_in_order, unit_heads
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
+    from typing import Any, Self
 
     from cutctx._core.invariants import Layout, Units
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.values import CompactionBudget, Transcript, TranscriptTurn
+    from cutctx._policies.config import Config
+    from cutctx._policies.draft import Describe
 
 __all__ = [
     "INDEX_DIGITS",
@@ -72,10 +76,20 @@ class StubDroppingPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "stub_dropping"
     _VERSION: ClassVar[str] = "1.0.0"
+    masks: ClassVar[bool] = True  # removes only exchanges already masked
+    drops: ClassVar[bool] = True
 
     def __init__(self, *, index: bool = False, estimator: TokenEstimator | None = None) -> None:
         self._index = check_bool("StubDroppingPolicy", "index", index)
         self._estimator = check_estimator("StubDroppingPolicy", estimator)
+
+    def _config(self, describe: Describe) -> dict[str, Any]:
+        del describe  # no members
+        return {"index": self._index, "estimator": estimator_config(self._estimator)}
+
+    @classmethod
+    def _from_config(cls, config: Config) -> Self:
+        return cls(index=config.flag("index"), estimator=config.estimator("estimator"))
 
     def __repr__(self) -> str:
         if not self._index:

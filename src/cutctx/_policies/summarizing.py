@@ -18,8 +18,11 @@ from cutctx._policies.draft import BuiltinPolicy, Draft, Group, keep_all
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any, Self
 
     from cutctx._core.invariants import Layout
+    from cutctx._policies.config import Config
+    from cutctx._policies.draft import Describe
 
 __all__ = ["SummarizingPolicy"]
 
@@ -44,6 +47,7 @@ class SummarizingPolicy(BuiltinPolicy):
 
     _NAME: ClassVar[str] = "summarizing"
     _VERSION: ClassVar[str] = "1.0.0"
+    summarizes: ClassVar[bool] = True
     _PRICES_ONLY: ClassVar[bool] = True
 
     def __init__(self, prompt_id: str, target_ratio: float = 0.2, min_span_turns: int = 4) -> None:
@@ -70,6 +74,20 @@ class SummarizingPolicy(BuiltinPolicy):
     def min_span_turns(self) -> int:
         """The shortest span worth a summary."""
         return self._min_span_turns
+
+    def _config(self, describe: Describe) -> dict[str, Any]:
+        del describe  # no members
+        return {
+            "prompt_id": self._prompt_id,
+            "target_ratio": self._target_ratio,
+            "min_span_turns": self._min_span_turns,
+        }
+
+    @classmethod
+    def _from_config(cls, config: Config) -> Self:
+        return cls(
+            config.text("prompt_id"), config.number("target_ratio"), config.count("min_span_turns")
+        )
 
     def __repr__(self) -> str:
         return (

@@ -21,7 +21,7 @@ from cutctx._core.values import Role
 from cutctx.formats._common import fail
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Container, Mapping, Sequence
 
     from cutctx._core.values import TranscriptTurn
     from cutctx.formats._common import Part
@@ -206,6 +206,7 @@ def read_observations(
     *,
     offset: int = 0,
     framing: int = 0,
+    pinned: Container[int] = (),
 ) -> tuple[list[TranscriptTurn], dict[str, Part]]:
     """Return ``turns`` and ``parts`` with each observation read as a tool result.
 
@@ -214,7 +215,11 @@ def read_observations(
     exchange of the assistant message just before it (one of its own when there is none), and
     carries ``framing`` (what its message costs beyond a stub's price) in ``cutctx.framing``.
     Every assistant turn without a call gets the key an observation after it joins. ``sent``
-    holds the messages from history index ``offset`` on. Unmarked user messages are untouched.
+    holds the messages from history index ``offset`` on. Unmarked user messages are untouched,
+    and so are pinned ones: a message in ``pinned`` (history indices: the ``keep_first`` ones) or
+    with a pinned turn (``pin=``) is never read as an observation, and the predicate is not
+    asked about it (a pinned assistant message is keyed all the same: an observation after it
+    joins its exchange, which its pin makes unremovable).
 
     Raises:
         ValidationError: naming the message, for an ``observation`` that returns no bool.
@@ -238,8 +243,10 @@ def read_observations(
             or turn.role is not Role.USER
             or turn.tool_call_id is not None
             or parts[turn.turn_id].block is not None
+            or turn.pinned
+            or index in pinned
         ):
-            continue
+            continue  # not read whole as one user turn, or pinned: a pin wins over the predicate
         mark = observation(index, sent[index - offset])
         if not _flag(fmt, index, mark, "observation(index, message)"):
             continue
