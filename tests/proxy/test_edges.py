@@ -13,7 +13,7 @@ import pytest
 
 from cutctx import ContextWindow
 from cutctx._cli import main
-from cutctx._proxy.app import Proxy, _envelope, _Live, create_app
+from cutctx._proxy.app import Proxy, _envelope, _keep_first, _Live, create_app
 from cutctx._proxy.store import MemoryStore, StoreUnavailable
 from tests.proxy.test_app import long_history, messages_body
 
@@ -233,6 +233,24 @@ class TestState:
         assert proxy.figures == {}
 
 
+class TestKeepFirst:
+    @pytest.mark.parametrize(
+        ("api", "messages", "kept"),
+        [
+            ("openai_chat", [{"role": "system", "content": "s"}, {"role": "user", "content": "t"},
+                             {"role": "assistant", "content": "a"}], 1),
+            ("openai_responses", [{"role": "developer", "content": "d"},
+                                  *[{"role": "user", "content": str(n)} for n in range(6)]], 4),
+            ("openai_responses", [{"role": "user", "content": "t"}, "not an item"], 1),
+            ("anthropic", [{"role": "assistant", "content": "a"}], 0),
+        ],
+    )  # fmt: skip
+    def test_the_task_is_the_user_messages_before_the_first_answer(
+        self, api: Any, messages: list[Any], kept: int
+    ) -> None:
+        assert _keep_first(api, messages) == kept
+
+
 class TestServe:
     def test_the_server_runs_on_the_bound_socket_and_stops_on_ctrl_c(
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -246,7 +264,10 @@ class TestServe:
             raise KeyboardInterrupt
 
         monkeypatch.setattr(uvicorn.Server, "run", run)
-        code = main(["proxy", "--upstream", "http://x", "--port", "0", "--store", "memory:"])
+        code = main(
+            ["proxy", "--upstream", "http://x", "--port", "0", "--store", "memory:",
+             "--max-tokens", "5000", "--ttl", "60", "--max-body", "1000"]
+        )  # fmt: skip
         ((config, (host, port)),) = ran
         assert code == 0
         assert host == "127.0.0.1"
