@@ -377,6 +377,7 @@ class TestFaults:
             client.close()
             posts = [post.body for post in run.fake.posts("/v1/messages")]
             lines = list(run.log.lines)
+            assert run.stats()["total"]["passed_through"] == 0
         assert posts[9] == posts[10]  # the retry sends exactly what the failed request sent
         assert json.loads(posts[10])["messages"] != at_fault  # a step the window changed
         with running(max_tokens=2_500) as clean:

@@ -13,7 +13,7 @@ import pytest
 
 from cutctx import ContextWindow
 from cutctx._cli import main
-from cutctx._proxy.app import Proxy, _envelope, _keep_first, _Live, create_app
+from cutctx._proxy.app import Proxy, _envelope, _keep_first, _Live, _result_cap, create_app
 from cutctx._proxy.store import MemoryStore, StoreUnavailable
 from tests.proxy.test_app import long_history, messages_body
 
@@ -231,6 +231,15 @@ class TestState:
         proxy.figures["old"] = type(proxy.total)(requests=1)
         asyncio.run(proxy.expire())
         assert proxy.figures == {}
+
+
+@pytest.mark.parametrize(
+    ("budget", "cap"), [(150_000, 9_000), (6_000, 360), (2_000, 300), (600, 300), (599, None)]
+)
+def test_the_result_cap_is_six_percent_but_never_under_300_tokens(
+    budget: int, cap: int | None
+) -> None:
+    assert _result_cap(budget) == cap
 
 
 class TestKeepFirst:

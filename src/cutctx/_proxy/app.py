@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_MAX_BODY",
     "DEFAULT_TTL",
     "MAX_RESULT_TOKENS",
+    "MIN_RESULT_TOKENS",
     "ROUTES",
     "create_app",
 ]
@@ -77,6 +78,7 @@ DEFAULT_TTL: Final = 7 * 24 * 3600.0
 COMPACT_AT: Final = 0.9
 COMPACT_TO: Final = 0.4
 MAX_RESULT_TOKENS: Final = 0.06
+MIN_RESULT_TOKENS: Final = 300
 """The window's settings: compact rarely and deep, excerpt large results (docs/proxy.md)."""
 
 _STATE_VERSION: Final = 1
@@ -577,7 +579,7 @@ class Proxy:
                 max_tokens=incoming.budget,
                 compact_at=COMPACT_AT,
                 compact_to=COMPACT_TO,
-                max_result_tokens=MAX_RESULT_TOKENS,
+                max_result_tokens=_result_cap(incoming.budget),
                 keep_first=incoming.keep_first,
                 system=incoming.system,
                 cache_breakpoints=incoming.api == "anthropic" and not incoming.marked,
@@ -811,6 +813,17 @@ async def _raw(answer: httpx.Response) -> AsyncIterator[bytes]:
         return
     async for chunk in answer.aiter_raw():
         yield chunk
+
+
+def _result_cap(budget: int) -> int | None:
+    """Return the window's result cap: 6 % of its budget, never under 300 tokens.
+
+    An excerpt smaller than that keeps too little to be worth its place (and the window's
+    excerpts keep at least 200 tokens of a result); a window under 600 tokens excerpts nothing.
+    """
+    if budget < 2 * MIN_RESULT_TOKENS:
+        return None
+    return max(round(MAX_RESULT_TOKENS * budget), MIN_RESULT_TOKENS)
 
 
 def _valid_name(name: str) -> str | None:
