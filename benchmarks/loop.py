@@ -48,6 +48,10 @@ bound, or a stored or stateless loop departs from the window it repeats (``scrip
 it shows that the loops ran, not the targets, which a short run cannot judge. ``--check`` prints
 the targets and exits non-zero if a speed, prefix-hit, compaction or state-size target is
 missed.
+The stateless loops also record the stored history's size at every step (its JSON, in bytes):
+a table shows their step time at 1, 2.5, 5, 10, 20 and 40 MB of history (the median of the steps
+within 5 % of each size reached) and the least-squares milliseconds per MB, so ``--steps`` sets
+the size the run reaches (about 3.9 kB of history a step: 2 700 steps reach 10 MB).
 ``--json PATH`` writes every figure as JSON. ``--loops`` and ``--formats`` (comma-separated
 names) run only those loops and formats: ``--loops stateless --formats anthropic`` times one
 loop with no other beside it (its audit still runs between steps, outside the timed region).
@@ -590,6 +594,7 @@ class Run:
     digests: list[str] = field(default_factory=list)
     first_difference: str = ""
     state_sizes: list[tuple[int, int]] = field(default_factory=list)
+    history_bytes: list[int] = field(default_factory=list)
 
     def step_times(self) -> list[float]:
         """Each step's median over the passes, in seconds."""
@@ -663,6 +668,8 @@ class Lane:
     times: list[float] = field(default_factory=list)
     digests: list[str] = field(default_factory=list)
     sizes: list[tuple[int, int]] = field(default_factory=list)
+    history_bytes: list[int] = field(default_factory=list)
+    stored_bytes: int = 2
     difference: str = ""
 
     def step(self, number: int) -> None:
@@ -671,7 +678,9 @@ class Lane:
         self.history.extend(added)
         given = self.history
         if self.stored:
-            self.texts.extend(json.dumps(message) for message in added)
+            made = [json.dumps(message) for message in added]
+            self.texts.extend(made)
+            self.stored_bytes += sum(len(text.encode()) + 1 for text in made)
             given = json.loads("[" + ",".join(self.texts) + "]")
         summarizer = self.loop.summarizer
         inside = summarizer.seconds if summarizer is not None else 0.0
@@ -683,6 +692,7 @@ class Lane:
         self.times.append(elapsed)
         if isinstance(self.loop, StatelessLoop) and self.loop.text is not None:
             self.sizes.append((len(self.loop.text.encode()), len(given)))
+            self.history_bytes.append(self.stored_bytes)  # the stored history's JSON, in bytes
         if not isinstance(self.loop, NaiveLoop):
             self.compare(number, request)
         if self.auditor is not None:
@@ -819,6 +829,7 @@ def finish(lane: Lane, config: Config, *, first: bool) -> None:
             lane.difference,
             lane.sizes,
         )
+        run.history_bytes = lane.history_bytes
         if summarizer is not None:
             run.summarizer_calls = summarizer.calls
             run.largest_summarizer_input = summarizer.largest_input
@@ -979,6 +990,58 @@ def repeat_table(runs: list[Run]) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+GROWTH_MB = (1, 2.5, 5, 10, 20, 40)
+"""History sizes (MB of stored JSON) at which the stateless step's time is shown."""
+
+
+def growth(run: Run) -> tuple[list[tuple[float, float]], float] | None:
+    """A stateless loop's step time as its history grows: ``(MB, median ms)`` near each size of
+    ``GROWTH_MB`` it reached (the steps within 5 % of it), and the least-squares ms per MB over
+    every step (the first step, which makes the window, left out)."""
+    if not run.history_bytes:
+        return None
+    times = run.step_times()[-len(run.history_bytes) :]
+    sizes = [size / 1e6 for size in run.history_bytes]
+    near = []
+    for mb in GROWTH_MB:
+        chosen = [t for size, t in zip(sizes, times, strict=True) if abs(size - mb) <= 0.05 * mb]
+        if chosen:
+            near.append((mb, statistics.median(chosen) * 1e3))
+    mean_size, mean_time = statistics.fmean(sizes), statistics.fmean(times)
+    spread = sum((size - mean_size) ** 2 for size in sizes)
+    slope = (
+        sum((size - mean_size) * (t - mean_time) for size, t in zip(sizes, times, strict=True))
+        / spread
+        if spread
+        else 0.0
+    )
+    return near, slope * 1e3
+
+
+def growth_table(runs: list[Run]) -> str:
+    """The stateless loops' step time by history size, as a Markdown table (empty if none)."""
+    lines = ["| format | loop | history MB | median ms (steps within 5 %) |", "|---|---|---:|---:|"]
+    slopes = []
+    for run in runs:
+        grown = growth(run)
+        if grown is None:
+            continue
+        near, slope = grown
+        lines.extend(f"| {run.format} | {run.loop} | {mb:g} | {ms:.1f} |" for mb, ms in near)
+        slopes.append(f"{run.format} {run.loop}: {slope:.1f} ms per MB of history")
+    if not slopes:
+        return ""
+    return "\n".join(lines) + "\n\nLeast-squares growth: " + "; ".join(slopes) + "."
+
+
+def print_tables(*tables: str) -> None:
+    """Print each table that is not empty, after a blank line."""
+    for made in tables:
+        if made:
+            print()
+            print(made)
+
+
 def selected(
     parser: argparse.ArgumentParser, args: argparse.Namespace, specs: list[Spec]
 ) -> tuple[list[Spec], list[ModuleType]]:
@@ -1065,10 +1128,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
     print(table(runs))
-    repeated = repeat_table(runs)
-    if repeated:
-        print()
-        print(repeated)
+    print_tables(repeat_table(runs), growth_table(runs))
     problems = [f"{run.format} {run.loop}: {run.tally.first_problem}" for run in runs]
     problems = [line for line, run in zip(problems, runs, strict=True) if run.tally.first_problem]
     if problems:
@@ -1147,6 +1207,8 @@ def main(argv: list[str] | None = None) -> int:
                     ),
                     "first_difference": run.first_difference or None,
                     "state_bytes": [size for size, _ in run.state_sizes] or None,
+                    "history_bytes": run.history_bytes or None,
+                    "ms_per_history_mb": (grown_run[1] if (grown_run := growth(run)) else None),
                     "state_bytes_per_message": run.bytes_per_message() or None,
                     "state_bytes_per_message_max": max(run.bytes_per_message(), default=None),
                     "state_bytes_per_message_final": (

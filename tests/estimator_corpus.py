@@ -356,6 +356,103 @@ _SEGMENTS = [
     "internal",
 ]
 
+# Hebrew and Greek, written for this corpus.
+_HEBREW = (
+    "הפגישה של היום עסקה בתקציב של השנה הבאה ובחלוקת המשאבים בין הצוותים.",
+    "הפונקציה זורקת חריגה כאשר הרשימה ריקה, ולכן יש לבדוק את הקלט לפני הקריאה.",
+    "בסתיו מזג האוויר נעים, וזו העונה הטובה ביותר לטייל בצפון הארץ.",
+    "ההזמנה שלך תישלח בתוך שלושה ימי עבודה. תודה שקנית אצלנו!",
+    "החוקרים מצאו שמחסור בשינה פוגע בזיכרון וביכולת הריכוז.",
+    "הוא רץ עד התחנה, אבל הרכבת כבר יצאה והוא נאלץ לחכות לבאה.",
+    "לפי יומן השרת, השגיאה התרחשה בסביבות שלוש לפנות בוקר בגלל חוסר במקום בדיסק.",
+    "אחרי שינוי ההגדרות של מסד הנתונים צריך להפעיל מחדש את היישום.",
+    "צוות התמיכה שלנו זמין מיום ראשון עד יום חמישי, משמונה בבוקר עד שש בערב.",
+    "שם המשתמש או הסיסמה אינם נכונים. נא לנסות שוב.",
+    "הספר מספר על משפחה רגילה שחיה בעיר קטנה ליד הים.",
+)
+
+_GREEK = (
+    "Στη σημερινή συνάντηση συζητήσαμε αναλυτικά τον προϋπολογισμό του επόμενου έτους.",
+    "Η συνάρτηση πετάει εξαίρεση όταν η λίστα είναι κενή, γι' αυτό ελέγξτε πρώτα την είσοδο.",
+    "Το φθινόπωρο ο καιρός είναι ήπιος και είναι η καλύτερη εποχή για ταξίδια.",
+    "Η παραγγελία σας θα αποσταλεί μέσα σε τρεις εργάσιμες ημέρες. Ευχαριστούμε!",
+    "Οι ερευνητές βρήκαν ότι η έλλειψη ύπνου επηρεάζει τη μνήμη και την προσοχή.",
+    "Έτρεξε μέχρι τον σταθμό, αλλά το τρένο είχε ήδη φύγει.",
+    "Σύμφωνα με το αρχείο καταγραφής, το σφάλμα συνέβη γύρω στις τρεις τα ξημερώματα.",
+    "Μετά την αλλαγή των ρυθμίσεων της βάσης δεδομένων, επανεκκινήστε την εφαρμογή.",
+    "Η ομάδα υποστήριξης είναι διαθέσιμη από Δευτέρα έως Παρασκευή.",
+    "Λανθασμένο όνομα χρήστη ή κωδικός πρόσβασης. Προσπαθήστε ξανά.",
+    "Το μυθιστόρημα αφηγείται την ιστορία μιας οικογένειας σε ένα μικρό νησί.",
+)
+
+_FILE_EXTENSIONS = ("py", "rs", "ts", "json", "md", "toml", "lock", "yaml", "txt", "sh", "c", "h")
+_CRATES = (
+    "serde",
+    "serde_json",
+    "tokio",
+    "anyhow",
+    "thiserror",
+    "clap",
+    "regex",
+    "log",
+    "rand",
+    "bytes",
+    "futures",
+    "hyper",
+    "tracing",
+    "syn",
+    "quote",
+    "proc-macro2",
+    "itertools",
+    "libc",
+)
+_BOX_STYLES = (  # horizontal, vertical, then the corners and joints in reading order
+    ("─", "│", "┌┬┐├┼┤└┴┘"),
+    ("━", "┃", "┏┳┓┣╋┫┗┻┛"),
+    ("═", "║", "╔╦╗╠╬╣╚╩╝"),
+    ("─", "│", "╭┬╮├┼┤╰┴╯"),
+    ("-", "|", "+++++++++"),
+)
+_SYMBOLS = "→←↑↓⇒•·●○◆■□▪▶►✓✔✗✘★☆…–—"
+_SPINNERS = ("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏", "⣾⣽⣻⢿⡿⣟⣯⣷", "◐◓◑◒", "▁▂▃▄▅▆▇█", "|/-\\")
+_BAR_FILL = ("█░", "▓░", "█▒", "■□", "⣿⣀", "━ ", "=-", "#.", "●○")
+_RUN_CHARS = "x=-#  \n\n0*~_.XaAz+!|"
+_LATEX = (
+    r"\frac{a}{b}",
+    r"\sum_{i=1}^{n} x_i^2",
+    r"\int_0^\infty e^{-x^2}\,dx",
+    r"\sqrt{2\pi}",
+    r"\alpha + \beta \leq \gamma",
+    r"\mathbb{E}[X]",
+    r"\lim_{n \to \infty}",
+    r"\nabla f(x)",
+    r"\partial_t u = \Delta u",
+    r"\binom{n}{k}",
+    r"\left( \frac{1}{2} \right)^{k}",
+    r"\mathcal{O}(n \log n)",
+    r"\forall \epsilon > 0",
+    r"\hat{\theta}",
+    r"\|x - y\|_2",
+)
+_UNICODE_MATH = (
+    "∀ε>0 ∃δ>0",
+    "|x−a|<δ ⇒ |f(x)−f(a)|<ε",
+    "∑ᵢ xᵢ²",
+    "∫₀^∞ e^{−x²} dx = √π/2",
+    "A ⊆ B ∪ C",
+    "x ∈ ℝⁿ",
+    "∇·F = ∂ρ/∂t",
+    "α ≤ β ≠ γ",
+    "P(A ∩ B) ≈ 0.25",
+    "n! ≥ 2ⁿ⁻¹",
+    "∏ₖ (1 − pₖ)",
+    "f: ℕ → ℤ",
+    "¬(p ∧ q) ≡ ¬p ∨ ¬q",
+    "λx. x × x",
+    "±∞",
+    "θ̂ = argmax L(θ)",
+)
+
 
 def _repeat(target: int, piece: Callable[[], str], sep: str) -> str:
     """Join pieces from ``piece()`` with ``sep`` until the text is about ``target`` characters."""
@@ -555,6 +652,220 @@ def _markdown(rng: random.Random, chars: int) -> str:
     return _repeat(chars, block, "\n\n")
 
 
+def _name(rng: random.Random) -> str:
+    word = rng.choice((*_WORDS, *_SEGMENTS))
+    return word if rng.random() < 0.3 else f"{word}.{rng.choice(_FILE_EXTENSIONS)}"
+
+
+def _tree(rng: random.Random, chars: int) -> str:
+    ascii_only = rng.random() < 0.2
+    tee, last, bar = ("|-- ", "`-- ", "|   ") if ascii_only else ("├── ", "└── ", "│   ")
+    lines = [rng.choice((".", "src", f"/home/{rng.choice(_NAMES).split()[0].lower()}/project"))]
+    size = 0
+    dirs = files = 0
+
+    def walk(prefix: str, depth: int) -> None:
+        nonlocal size, dirs, files
+        count = rng.randint(1, 6)
+        for index in range(count):
+            if size >= chars:
+                return
+            end = index == count - 1
+            is_dir = depth < 5 and rng.random() < 0.35
+            name = rng.choice(_SEGMENTS) if is_dir else _name(rng)
+            if rng.random() < 0.2:
+                name = f"[{rng.randint(1, 99999):>6}]  {name}"
+            line = f"{prefix}{last if end else tee}{name}"
+            lines.append(line)
+            size += len(line) + 1
+            if is_dir:
+                dirs += 1
+                walk(prefix + ("    " if end else bar), depth + 1)
+            else:
+                files += 1
+
+    while size < chars:
+        walk("", 0)
+    lines.append(f"\n{dirs} directories, {files} files")
+    return "\n".join(lines)
+
+
+def _cargo_tree(rng: random.Random, chars: int) -> str:
+    root = rng.choice(_WORDS)
+    lines = [f"{root} v0.{rng.randint(1, 9)}.0 (/home/dev/{root})"]
+    size = 0
+
+    def version() -> str:
+        return f"v{rng.randint(0, 3)}.{rng.randint(0, 60)}.{rng.randint(0, 200)}"
+
+    def walk(prefix: str, depth: int) -> None:
+        nonlocal size
+        count = rng.randint(1, 5)
+        for index in range(count):
+            if size >= chars:
+                return
+            end = index == count - 1
+            crate = rng.choice(_CRATES) if rng.random() < 0.6 else f"{rng.choice(_WORDS)}-core"
+            extra = rng.choice(("", "", "", " (*)", " (proc-macro)", f" (/src/{crate})"))
+            line = f"{prefix}{'└── ' if end else '├── '}{crate} {version()}{extra}"
+            lines.append(line)
+            size += len(line) + 1
+            if depth < 6 and not extra and rng.random() < 0.4:
+                walk(prefix + ("    " if end else "│   "), depth + 1)
+
+    while size < chars:
+        if rng.random() < 0.2:
+            lines.append(rng.choice(("[dev-dependencies]", "[build-dependencies]")))
+        walk("", 0)
+    return "\n".join(lines)
+
+
+def _box_table(rng: random.Random, chars: int) -> str:
+    horizontal, vertical, joints = rng.choice(_BOX_STYLES)
+    columns = rng.randint(2, 6)
+    header = rng.sample(_WORDS, columns)
+    widths = [max(len(word), 6) + rng.randint(0, 8) for word in header]
+
+    def rule(left: str, middle: str, right: str) -> str:
+        return left + middle.join(horizontal * (width + 2) for width in widths) + right
+
+    def row(cells: list[str]) -> str:
+        padded = (f" {cell[:width]:<{width}} " for cell, width in zip(cells, widths, strict=True))
+        return vertical + vertical.join(padded) + vertical
+
+    def cell() -> str:
+        kind = rng.random()
+        if kind < 0.4:
+            return rng.choice((*_WORDS, *_NAMES))
+        if kind < 0.7:
+            return str(rng.randint(0, 10**6))
+        return f"{rng.uniform(0, 100):.2f}"
+
+    lines = [rule(*joints[0:3]), row(header), rule(*joints[3:6])]
+    size = sum(map(len, lines))
+    while size < chars:
+        line = row([cell() for _ in widths])
+        lines.append(line)
+        size += len(line) + 1
+        if rng.random() < 0.1:
+            lines.append(rule(*joints[3:6]))
+    lines.append(rule(*joints[6:9]))
+    return "\n".join(lines)
+
+
+def _math(rng: random.Random, chars: int) -> str:
+    def line() -> str:
+        kind = rng.random()
+        if kind < 0.45:
+            parts = " ".join(rng.choice(_LATEX) for _ in range(rng.randint(1, 4)))
+            return f"$${parts}$$" if rng.random() < 0.5 else f"where ${parts}$ holds"
+        if kind < 0.9:
+            return " ".join(rng.choice(_UNICODE_MATH) for _ in range(rng.randint(1, 4)))
+        return rng.choice(_PROSE)
+
+    return _repeat(chars, line, "\n")
+
+
+def _symbol_runs(rng: random.Random, chars: int) -> str:
+    def line() -> str:
+        kind = rng.random()
+        if kind < 0.35:  # a progress bar
+            pair = rng.choice(_BAR_FILL)
+            fill, empty = pair[0], pair[1]
+            width = rng.choice((10, 20, 30, 40, 50))
+            done = rng.randint(0, width)
+            percent = 100 * done // width
+            bar = fill * done + empty * (width - done)
+            count = f"{rng.randint(1, 999)}/999 eta 0:0{rng.randint(0, 9)}"
+            return f"{rng.choice(_WORDS)} [{bar}] {percent}% {count}"
+        if kind < 0.55:  # spinner frames, as a terminal log keeps them
+            frames = rng.choice(_SPINNERS)
+            text = rng.choice(_LOG_MESSAGES)
+            return "\r".join(f"{frames[i % len(frames)]} {text}" for i in range(rng.randint(2, 12)))
+        if kind < 0.75:  # a run of one symbol
+            return rng.choice(_SYMBOLS) * rng.randint(2, 120)
+        if kind < 0.9:  # bullets and arrows in a list
+            return f"{rng.choice(_SYMBOLS)} {rng.choice(_PROSE)[: rng.randint(10, 60)]}"
+        return "".join(rng.choice(_SYMBOLS) for _ in range(rng.randint(3, 40)))
+
+    return _repeat(chars, line, "\n")
+
+
+def _char_runs(rng: random.Random, chars: int) -> str:
+    def line() -> str:
+        char = rng.choice(_RUN_CHARS)
+        run = char * int(2 ** rng.uniform(0, 11))
+        if rng.random() < 0.3:
+            return f"{rng.choice(_WORDS)} {run} {rng.choice(_WORDS)}"
+        return run
+
+    return _repeat(chars, line, "\n")
+
+
+def _minified_js(rng: random.Random, chars: int) -> str:
+    names = "abcdefghijklmnopqrstuvwxyz"
+
+    def name() -> str:
+        return rng.choice(names) + (
+            rng.choice(names + "0123456789$_") if rng.random() < 0.4 else ""
+        )
+
+    def statement() -> str:  # noqa: PLR0911 - one return a kind of statement
+        a, b, c = name(), name(), name()
+        kind = rng.randint(0, 7)
+        if kind == 0:
+            return f"function {a}({b},{c}){{return {b}.{rng.choice(_WORDS)}({c})||null}}"
+        if kind == 1:
+            items = ",".join(name() for _ in range(rng.randint(1, 6)))
+            return f"var {a}={b}?{c}:{rng.randint(0, 999)},{b}=[{items}]"
+        if kind == 2:
+            return f"for(var {a}=0;{a}<{b}.length;{a}++){{if({b}[{a}]==={c})return {a}}}"
+        if kind == 3:
+            method, value = rng.choice(_WORDS), rng.choice(_WORDS)
+            return f'{a}.prototype.{method}=function({b}){{this.{c}="{value}"}}'
+        if kind == 4:
+            return f"{a}=({b},{c})=>{{{b}&&{c}({b}.{rng.choice(_WORDS)},{rng.randint(0, 99)})}}"
+        if kind == 5:
+            return f'throw new Error("{rng.choice(_LOG_MESSAGES)}: "+{a})'
+        if kind == 6:
+            keys = rng.sample(_WORDS, 3)
+            return f"{a}={{{keys[0]}:{b},{keys[1]}:!0,{keys[2]}:void 0}}"
+        return f"({a}=window.{rng.choice(_WORDS)}||{{}}).{b}={c}|{rng.randint(1, 255)}"
+
+    body = _repeat(chars, statement, ";")
+    return f"!function(e,t){{{body}}}(this,function(){{}});"
+
+
+def _urls_encoded(rng: random.Random, chars: int) -> str:
+    def item() -> str:
+        kind = rng.random()
+        host = rng.choice(_HOSTS)
+        if kind < 0.3:  # percent-encoded search and redirect URLs
+            words = " ".join(rng.sample(_WORDS, rng.randint(2, 5)))
+            encoded = "".join(c if c.isalnum() else f"%{ord(c):02X}" for c in words + "/?&=")
+            query = f"utm_source={rng.choice(_WORDS)}&page={rng.randint(1, 40)}"
+            return f"https://{host}/search?q={encoded}&{query}"
+        if kind < 0.55:  # ids and hashes in the path
+            return (
+                f"https://{host}/{rng.choice(_SEGMENTS)}/{rng.randbytes(16).hex()}/"
+                f"{'-'.join(rng.randbytes(n).hex() for n in (4, 2, 2, 2, 6))}"
+                f"?v={rng.randint(1, 99)}"
+            )
+        if kind < 0.8:  # deep package paths with dots and dashes
+            package = rng.choice(_CRATES)
+            return (
+                f"/usr/lib/python3.{rng.randint(8, 13)}/site-packages/{package}/"
+                f"{'/'.join(rng.sample(_SEGMENTS, rng.randint(1, 4)))}/__init__.py"
+                f":{rng.randint(1, 900)}"
+            )
+        return (
+            f"./node_modules/@{rng.choice(_WORDS)}/{rng.choice(_WORDS)}-{rng.choice(_WORDS)}/dist/"
+            f"{rng.choice(_WORDS)}.{rng.choice(('min.js', 'esm.js', 'd.ts', 'cjs'))}"
+        )
+
+    return _repeat(chars, item, "\n")
+
+
 _MAKERS: dict[str, Callable[[random.Random, int], str]] = {
     "prose": _prose,
     "code": _code,
@@ -573,6 +884,16 @@ _MAKERS: dict[str, Callable[[random.Random, int], str]] = {
     "logs": _logs,
     "urls_paths": _urls,
     "markdown": _markdown,
+    "tree_output": _tree,
+    "box_tables": _box_table,
+    "cargo_tree": _cargo_tree,
+    "hebrew": _script(_HEBREW, " "),
+    "greek": _script(_GREEK, " "),
+    "math": _math,
+    "symbol_runs": _symbol_runs,
+    "char_runs": _char_runs,
+    "minified_js": _minified_js,
+    "urls_encoded": _urls_encoded,
 }
 
 CLASSES: tuple[str, ...] = tuple(_MAKERS)
@@ -580,6 +901,7 @@ CLASSES: tuple[str, ...] = tuple(_MAKERS)
 # Characters a text of each class is drawn at, so that most texts hold 200 to 3 000 tokens.
 _CHARS = {"chinese": (220, 2500), "japanese": (220, 2500), "korean": (300, 3000)}
 _CHARS.update({"hindi": (300, 2500), "emoji_chat": (300, 3000), "hex": (400, 5000)})
+_CHARS["char_runs"] = (3000, 20000)  # a run of 64 marks is one token: long texts for 200
 
 
 def sample(kind: str, seed: int) -> str:

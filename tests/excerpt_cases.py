@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Final
 from baseaicore import sha256_of
 
 from cutctx import CompactionBudget, Role, Transcript, TranscriptTurn
+from cutctx._core.digest import json_string_digest
+from cutctx._core.excerpts import elision_line
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -122,3 +124,50 @@ def bare_elision(text: str, price: Callable[[str], int], tool: str | None = None
     if tool is not None:
         said += f"; call {tool} with this sha256 and start_line=1 to read them"
     return said + "]"
+
+
+def documented_excerpt(
+    text: str, max_tokens: int, price: Callable[[str], int], framing: int = 0
+) -> str | None:
+    """The excerpt the documented split gives, found by trying every candidate in turn.
+
+    Lines are taken first, last, second, second to last, ..., each candidate priced whole,
+    until one does not fit; then the other end goes on alone; when no whole line of the head
+    fits, its head is cut at the last character that fits. For a price that never falls as text
+    is added, this is the longest excerpt that fits; it prices every candidate, so it is slow.
+    """
+    room = max_tokens - framing
+    total = price(text)
+    if total <= room or not text:
+        return None
+    lines = lines_of(text)
+    count = len(lines)
+    digest = json_string_digest(text)
+
+    def made(head: int, tail: int, cut: int = 0) -> str:
+        kept_head = "".join(lines[:head]) + (lines[0][:cut] if cut else "")
+        kept_tail = "".join(lines[count - tail :]) if tail else ""
+        left = max(0, total - price(kept_head + kept_tail))
+        said = elision_line(count - head - tail, left, digest, None, head + 1)
+        return kept_head + ("\n" if cut else "") + said + ("\n" if kept_tail else "") + kept_tail
+
+    def fits(head: int, tail: int, cut: int = 0) -> bool:
+        return price(made(head, tail, cut)) <= room
+
+    if not fits(0, 0):
+        return None
+    steps = 0
+    while steps < count - 1 and fits((steps + 2) // 2, (steps + 1) // 2):
+        steps += 1
+    head, tail = (steps + 1) // 2, steps // 2
+    if steps < count - 1 and steps % 2 == 0:
+        while head + tail < count - 1 and fits(head, tail + 1):
+            tail += 1
+    elif steps < count - 1:
+        while head + tail < count - 1 and fits(head + 1, tail):
+            head += 1
+    cut = 0
+    if head == 0:
+        while cut < len(lines[0].removesuffix("\n")) - 1 and fits(0, tail, cut + 1):
+            cut += 1
+    return made(head, tail, cut)

@@ -574,3 +574,47 @@ def anthropic_user_blocks(draw: st.DrawFn) -> list[dict[str, Any]]:
             document["context"] = draw(texts(40))
         return [document]
     return [{"type": "container_upload", "file_id": "file_011"}]
+
+
+@st.composite
+def anthropic_runs(draw: st.DrawFn, max_events: int = 8) -> list[dict[str, Any]]:
+    """A Messages API conversation as clients send it when they do not merge: some messages
+    split into runs of one role (a user text then more text, results then the text beside them,
+    an assistant's words then its tool uses), and ``role: "system"`` messages after user
+    messages. The API merges each run into one turn."""
+    messages = draw(anthropic_conversations(max_events))
+    out: list[dict[str, Any]] = []
+    for position, message in enumerate(messages):
+        content = message["content"]
+        split = draw(st.integers(0, 2)) == 0
+        if split and message["role"] == "user" and isinstance(content, str):
+            out.append({"role": "user", "content": content})
+            out.append({"role": "user", "content": [{"type": "text", "text": draw(texts(30))}]})
+        elif split and message["role"] == "user" and isinstance(content, list):
+            results = [b for b in content if b.get("type") == "tool_result"]
+            rest = [b for b in content if b.get("type") != "tool_result"]
+            if results and rest:
+                out.append({"role": "user", "content": results})
+                out.append({"role": "user", "content": rest})
+            elif len(results) > 1:  # the last result in a message of its own
+                out.append({"role": "user", "content": results[:-1]})
+                out.append({"role": "user", "content": results[-1:]})
+            else:
+                out.append(message)
+        elif split and message["role"] == "assistant" and isinstance(content, list):
+            uses = [b for b in content if b.get("type") == "tool_use"]
+            head = [b for b in content if b.get("type") != "tool_use"]
+            if uses and head:
+                out.append({"role": "assistant", "content": head})
+                out.append({"role": "assistant", "content": uses})
+            else:
+                out.append(message)
+        else:
+            out.append(message)
+        following = messages[position + 1] if position + 1 < len(messages) else None
+        if message["role"] == "user" and following is not None and draw(st.integers(0, 3)) == 0:
+            note: Any = draw(texts(40))
+            if draw(st.booleans()):
+                note = [{"type": "text", "text": note}]
+            out.append({"role": "system", "content": note})
+    return out

@@ -80,6 +80,7 @@ RESPONSES_SELF_CONTAINED = (
     "item_reference",
     "mcp_approval_request",
     "compaction",
+    "additional_tools",
 )
 # The outputs whose schema keeps their body as the text field ``output``: the only items that
 # may come back edited, and then in ``output`` alone.
@@ -112,7 +113,8 @@ def responses_problems(  # noqa: PLR0912 - one branch per documented rule
     call ids are used once, an approval response follows its request, user messages have
     content, a reasoning item is followed by an item; and given the original input: a reasoning
     item is followed by the same item it preceded there, compaction items all stay, an item of
-    an unknown type stays byte for byte with every item sharing its call_id (or all go), and
+    an unknown type stays byte for byte with every item sharing its call_id (or all go),
+    additional_tools items all stay, and
     the only edited items are maskable outputs (in ``output``) and labelled summaries."""
     problems: list[str] = []
     if not items:
@@ -195,8 +197,8 @@ def _responses_against(  # noqa: PLR0912 - one branch per rule
     known |= {*RESPONSES_SELF_CONTAINED, "mcp_approval_response"}
     for position, item in enumerate(original):
         kind = _item_kind(item)
-        if kind == "compaction" and id(item) not in kept:
-            problems.append(f"original {position}: compaction item removed")
+        if kind in ("compaction", "additional_tools") and id(item) not in kept:
+            problems.append(f"original {position}: {kind} item removed")
         if kind not in known and isinstance(item.get("call_id"), str):
             sharing = [other for other in original if other.get("call_id") == item["call_id"]]
             present = {id(other) in kept for other in sharing}
@@ -246,37 +248,61 @@ ANTHROPIC_IN_MESSAGE = {
 }
 
 
+def merged_turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The turns the Messages API makes of ``messages``: each run of adjacent user (or
+    assistant) messages is one turn, their blocks concatenated (a string is one text block); a
+    ``system`` message is a turn of its own."""
+    turns: list[dict[str, Any]] = []
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if index and role in ("user", "assistant") and messages[index - 1].get("role") == role:
+            turns[-1]["content"] = _blocks(turns[-1]["content"]) + _blocks(message.get("content"))
+        else:
+            turns.append({"role": role, "content": message.get("content")})
+    return turns
+
+
 def anthropic_problems(  # noqa: PLR0912 - one branch per rule
     messages: list[dict[str, Any]], original: list[dict[str, Any]] | None = None
 ) -> list[str]:
-    """Messages API: user first, strict alternation, each tool_use answered in the next message
-    and each tool_result answering the message before, tool results first in their message,
-    thinking first in its message, no empty text, no trailing whitespace at the very end, every
-    tool use id used once, and each server or MCP tool result in the assistant message of its
-    use, after it."""
+    """Messages API, on the turns it merges the messages into (``merged_turns``): user first;
+    each tool_use answered in the next turn and each tool_result answering the turn before,
+    tool results first in their turn, thinking first in its turn; a ``system`` message only
+    after a user (or system) message, holding text alone; no empty text, no trailing whitespace
+    at the very end, every tool use id used once, and each server or MCP tool result in the
+    assistant message of its use, after it."""
     problems: list[str] = []
     if not messages:
         return ["no messages"]
     if messages[0].get("role") != "user":
         problems.append("0: does not open with a user message")
+    for index, message in enumerate(messages):
+        for block in _blocks(message.get("content")):
+            if block.get("type") == "text" and not block.get("text"):
+                problems.append(f"messages[{index}]: empty text block")
+        if isinstance(message.get("content"), str) and not message["content"]:
+            problems.append(f"messages[{index}]: empty content")
+        if message.get("role") == "system" and (
+            not index or messages[index - 1].get("role") == "assistant"
+        ):
+            problems.append(f"messages[{index}]: a system message not after a user message")
     previous_uses: set[str] = set()
     every_use: set[str] = set()
-    for index, message in enumerate(messages):
+    for index, message in enumerate(merged_turns(messages)):
         role = message.get("role")
-        if role not in ("user", "assistant"):
+        if role not in ("user", "assistant", "system"):
             problems.append(f"{index}: role {role!r}")
-        if index and messages[index - 1].get("role") == role:
-            problems.append(f"{index}: two {role} messages in a row")
         content = message.get("content")
-        if isinstance(content, str) and not content:
-            problems.append(f"{index}: empty content")
         blocks = _blocks(content)
+        if role == "system":
+            if previous_uses:
+                problems.append(f"{index}: tool_use {sorted(previous_uses)} unanswered")
+            if not blocks or any(block.get("type") != "text" for block in blocks):
+                problems.append(f"{index}: a system message holds other than text")
+            continue
         if not blocks:
             problems.append(f"{index}: no content blocks")
         kinds = [block.get("type") for block in blocks]
-        for block in blocks:
-            if block.get("type") == "text" and not block.get("text"):
-                problems.append(f"{index}: empty text block")
         uses = [b["id"] for b in blocks if b.get("type") in ANTHROPIC_USES]
         if len(set(uses)) != len(uses) or every_use & set(uses):
             problems.append(f"{index}: a tool use id used twice")
@@ -522,7 +548,8 @@ def anthropic_tokens(
     framing: int,
     system: str | list[dict[str, Any]] | None = None,
 ) -> int:
-    """Messages API pricing: framing per message and per tool use (client, server or MCP);
+    """Messages API pricing: framing per turn (a run of adjacent messages of one role is one
+    turn, a ``system`` message one) and per tool use (client, server or MCP);
     texts, thinking, tool names, compact JSON inputs, search results and compaction summaries by
     the tokenizer; images by size; text documents by their texts, others by the constant; any
     other block by its compact JSON."""
@@ -565,6 +592,6 @@ def anthropic_tokens(
     if system is not None:
         texts = [system] if isinstance(system, str) else [b["text"] for b in system]
         total += framing + sum(count(text) for text in texts)
-    for message in messages:
+    for message in merged_turns(messages):  # a run of one role's messages is framed once
         total += framing + sum(block(b) for b in _blocks(message["content"]))
     return total

@@ -13,11 +13,12 @@ import re
 from typing import TYPE_CHECKING
 
 from baseaicore import sha256_of
-from hypothesis import given, note
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
+from cutctx import TextEstimator
 from cutctx._core.excerpts import excerpt, page, shown_excerpt
-from tests.excerpt_cases import bare_elision, readings
+from tests.excerpt_cases import bare_elision, documented_excerpt, readings
 from tests.excerpt_cases import lines_of as _lines
 
 if TYPE_CHECKING:
@@ -153,3 +154,55 @@ def test_a_shown_excerpt_is_the_excerpt_with_the_hidden_parts_lines_left_out(
     assert sent == expected
     assert len(sent) <= len(made)
     assert shown_excerpt(texts, [True] * len(texts), made) == made
+
+
+# Longer texts than ``TEXTS``: the excerpt's search reads them in several pieces.
+LONG_TEXTS = st.builds(
+    lambda pieces, end: "\n".join(pieces) + end,
+    st.lists(st.text(alphabet='ab 1{}",:\t', max_size=60) | st.just("x" * 3000), max_size=150),
+    st.sampled_from(["", "\n"]),
+)
+
+
+def words(text: str) -> int:
+    """A tokenizer's shape: a framing of three, plus one per word (as cl100k's estimator)."""
+    return 3 + len(text.split())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=LONG_TEXTS,
+    cap=st.integers(min_value=20, max_value=3_000),
+    price=st.sampled_from([TextEstimator().estimate_tokens, words, lambda t: -(-len(t) // 4)]),
+)
+def test_an_excerpt_is_the_one_trying_every_candidate_gives(
+    text: str, cap: int, price: Callable[[str], int]
+) -> None:
+    """The search prices few candidates, yet keeps the lines trying every one in turn keeps.
+
+    It would catch a search that stops a line short (or long) of the documented split: an
+    estimate of the lines' prices that misleads it, a wrong correction from an exact price.
+    """
+    assert excerpt(text, cap, price) == documented_excerpt(text, cap, price)
+
+
+def wobbly(text: str) -> int:
+    """A price that does not add up and sometimes falls as text is added."""
+    return len(text) // 3 + (7 if len(text) % 5 == 0 else 0) + text.count("1") % 4
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    text=LONG_TEXTS,
+    cap=st.integers(min_value=1, max_value=3_000),
+    framing=st.integers(min_value=-20, max_value=60),
+    price=st.sampled_from([TextEstimator().estimate_tokens, words, wobbly]),
+)
+def test_an_excerpt_never_exceeds_its_cap_by_the_estimator(
+    text: str, cap: int, framing: int, price: Callable[[str], int]
+) -> None:
+    """Whatever the price (one that does not add up, or falls as text grows), an excerpt's
+    price plus the framing is within the cap; a search that trusted its estimate would not be."""
+    made = excerpt(text, cap, price, framing)
+    if made is not None:
+        assert framing + price(made) <= cap

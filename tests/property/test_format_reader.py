@@ -40,6 +40,7 @@ FORMATS: dict[str, tuple[Format[Any], st.SearchStrategy[list[Any]]]] = {
     "openai_chat": (OPENAI_CHAT, fs.chat_conversations()),
     "openai_responses": (OPENAI_RESPONSES, fs.responses_conversations()),
     "anthropic": (ANTHROPIC, fs.anthropic_conversations()),
+    "anthropic_runs": (ANTHROPIC, fs.anthropic_runs()),
     "langchain": (LANGCHAIN, frs.langchain_conversations()),
     "pydantic_ai": (PYDANTIC_AI, frs.pydantic_ai_conversations()),
     "gemini": (GEMINI, gemini_strategies.gemini_histories()),

@@ -89,6 +89,14 @@ FORMATS = {
         fv.anthropic_problems,
         fv.anthropic_tokens,
     ),
+    # runs of one role and mid-conversation system messages, as the API merges them
+    "anthropic_runs": Format(
+        anthropic,
+        fs.anthropic_runs(),
+        fs.anthropic_systems(),
+        fv.anthropic_problems,
+        fv.anthropic_tokens,
+    ),
 }
 NAMES = sorted(FORMATS)
 

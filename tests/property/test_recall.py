@@ -19,7 +19,7 @@ from baseaicore import sha256_of
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
-from cutctx import ContextWindow, recall
+from cutctx import ContextWindow, TextEstimator, recall
 from cutctx.formats import anthropic, openai_chat, openai_responses
 from tests.excerpt_cases import lines_of, readings
 from tests.recall_pages import pages_of, read_all
@@ -42,6 +42,8 @@ STUB = re.compile(
     r"\(original: (\d+) tokens, sha256:([0-9a-f]{64})\)"
 )
 TASK = "TASK: find the failing line."
+# The windows below count with the default; what they send is priced by that same count.
+COUNT = TextEstimator()
 
 PIECES = st.text(alphabet="ab \t\r[]:;é中\U0001f600", max_size=40) | st.sampled_from(
     [
@@ -179,18 +181,18 @@ def messages(fmt: FormatName, result: Result) -> list[dict[str, Any]]:
 def sent_results(fmt: FormatName, request: list[dict[str, Any]]) -> dict[str, tuple[str, int]]:
     """Each tool result in ``request``, by call id: its text as sent and its price alone."""
     module = MODULES[fmt]
-    overhead = module.count_tokens([])
+    overhead = module.count_tokens([], estimator=COUNT)
     found: dict[str, tuple[str, int]] = {}
     for message in request:
         if fmt == "openai_chat" and message.get("role") == "tool":
             found[message["tool_call_id"]] = (
                 message["content"],
-                module.count_tokens([message]) - overhead,
+                module.count_tokens([message], estimator=COUNT) - overhead,
             )
         elif fmt == "openai_responses" and message.get("type") == "function_call_output":
             found[message["call_id"]] = (
                 message["output"],
-                module.count_tokens([message]) - overhead,
+                module.count_tokens([message], estimator=COUNT) - overhead,
             )
         elif fmt == "anthropic" and isinstance(message.get("content"), list):
             for block in message["content"]:
@@ -203,14 +205,20 @@ def sent_results(fmt: FormatName, request: list[dict[str, Any]]) -> dict[str, tu
                     else "\n".join(part["text"] for part in content)
                 )
                 alone = {"role": "user", "content": [block]}
-                found[block["tool_use_id"]] = (text, module.count_tokens([alone]) - overhead)
+                found[block["tool_use_id"]] = (
+                    text,
+                    module.count_tokens([alone], estimator=COUNT) - overhead,
+                )
     return found
 
 
 def price_alone(fmt: FormatName, result: Result) -> int:
     """The original result message's price alone."""
     module = MODULES[fmt]
-    return int(module.count_tokens(messages(fmt, result)[1:]) - module.count_tokens([]))
+    return int(
+        module.count_tokens(messages(fmt, result)[1:], estimator=COUNT)
+        - module.count_tokens([], estimator=COUNT)
+    )
 
 
 @dataclass
@@ -386,11 +394,11 @@ def test_a_one_line_original_pages_at_characters_each_page_within_the_cap_joined
     pieces = pages_of(made.recall, sha256_of(original), original)
     assert "".join(pieces) == original
     module = MODULES[fmt]
-    overhead = module.count_tokens([])
+    overhead = module.count_tokens([], estimator=COUNT)
     for arguments in page_calls(made.recall, sha256_of(original), original):
         page = made.recall(arguments)
         sent = messages(fmt, Result("call_r", page))[1]
-        assert module.count_tokens([sent]) - overhead <= cap
+        assert module.count_tokens([sent], estimator=COUNT) - overhead <= cap
     assert recall(history, {"sha256": sha256_of(original)}, format=fmt, max_tokens=cap) == (
         made.recall({"sha256": sha256_of(original)})
     )

@@ -963,6 +963,34 @@ class TestBadInput:
         assert "gone.json: no such file" in err
 
 
+class TestMixedFormats:
+    def test_anthropic_blocks_in_a_chat_request_exit_2_naming_the_message(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        body = {
+            "model": "gpt-4o",
+            "messages": [
+                {"role": "system", "content": "You are a coding agent."},
+                {"role": "user", "content": "Fix the build."},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "Looking."},
+                        {"type": "tool_use", "id": "t1", "name": "sh", "input": {"cmd": "make"}},
+                    ],
+                },
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]},
+            ],
+        }
+        path = write_json(tmp_path / "mixed.json", body)
+        for command in ("plan", "compact", "stats"):
+            budget = [] if command == "stats" else ["--max-tokens", "2000"]
+            code, out, err = run(capsys, command, str(path), *budget)
+            assert (code, out) == (2, "")
+            assert err.count("\n") == 1
+            assert "openai_chat: messages[2]: content[1] is an Anthropic 'tool_use' block" in err
+
+
 class TestBudgetCannotBeMet:
     def test_untouchable_turns_over_the_budget_exit_3_naming_both_numbers(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -1007,6 +1035,38 @@ class TestBudgetCannotBeMet:
             f"the plan still needs {masked_only.tokens_after_estimate} tokens, over the budget "
             "of 1000" in err
         )
+
+    def test_one_huge_result_exits_3_naming_the_cap_that_would_excerpt_it(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        call = {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+        messages = [
+            {"role": "user", "content": "Why does the build fail?"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "build ok line\n" * 20_000},
+        ]
+        path = write_json(tmp_path / "big.json", messages)
+        argv = ["--tokenizer", "chars", "--max-tokens", "8000"]
+        code, out, err = run(capsys, "compact", str(path), *argv)
+        assert (code, out) == (3, "")
+        assert err.count("\n") == 1
+        assert err.endswith(
+            "; a large tool result can be sent as an excerpt with --max-result-tokens 2000\n"
+        )
+        code, out, _ = run(capsys, "compact", str(path), *argv, "--max-result-tokens", "2000")
+        assert code == 0
+        assert len(json.loads(out)) == 3
+
+    def test_untouchable_turns_that_no_excerpt_would_fit_name_no_cap(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        messages = [{"role": "user", "content": "Why does the build fail? " * 2_000}]
+        path = write_json(tmp_path / "task.json", messages)
+        for cap in ([], ["--max-result-tokens", "10"]):
+            code, _, err = run(capsys, "plan", str(path), "--max-tokens", "100", *cap)
+            assert code == 3
+            assert "cannot be met" in err
+            assert "--max-result-tokens" not in err
 
     def test_plan_still_shows_the_table_when_the_budget_is_unmet(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

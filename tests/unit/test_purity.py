@@ -17,7 +17,9 @@ randomness, environment or global mutable state:
   ``base64`` (allowed: a pure bytes-to-text transformation a wire format may need for a payload)
   ``marshal`` (the window's fingerprint writes messages as bytes with ``dumps``; the package
   never hands it a file and never loads) and ``struct`` (a window state packs its counts as
-  little-endian integers: numbers to bytes and back, nothing else).
+  little-endian integers: numbers to bytes and back, nothing else);
+- introspection: ``inspect``, for ``inspect.signature`` alone (the documented rule that reads how
+  many arguments an ``observation=`` callable takes, once, when the window is made).
 
 Not allowed: ``typing_extensions`` (not the standard library and not a declared dependency),
 ``decimal`` (its context is global mutable state), and everything that touches the world.
@@ -26,7 +28,10 @@ helpers may be imported: it also ships a clock and an id generator, which the co
 
 The framework formats and integrations may import their own framework, and only theirs
 (``FRAMEWORKS``): importing them is what they are for, and ``cutctx`` never imports them (the
-Agents SDK integration also ``contextvars``, to find the run a usage report is about). So may
+Agents SDK integration also ``contextvars``, to find the run a usage report is about, and
+``warnings``, to say once that it cannot calibrate when it is not the run's hooks; the async
+integrations ``asyncio``, to run their CPU-bound work in a worker thread, off the framework's
+event loop). So may
 ``cutctx._core.estimators`` import tiktoken (the ``cutctx[tiktoken]`` extra), inside the one
 function that loads an encoding a caller names (``estimator="cl100k_base"``): reading the
 tokenizer's own data is what naming it asks for, and ``import cutctx`` never imports it. The
@@ -63,6 +68,7 @@ ALLOWED_MODULES = frozenset(
         "functools",
         "hashlib",
         "heapq",
+        "inspect",
         "itertools",
         "json",
         "marshal",
@@ -85,10 +91,19 @@ PACKAGE = "cutctx"
 FRAMEWORKS = {
     "cutctx.formats.langchain": frozenset({"langchain_core"}),
     "cutctx.formats.pydantic_ai": frozenset({"pydantic_ai"}),
-    "cutctx.integrations.langchain": frozenset({"langchain", "langchain_core", "langgraph"}),
-    # contextvars: the run that sent a request is found again by its task's context (on_llm_end)
-    "cutctx.integrations.openai_agents": frozenset({"agents", "contextvars"}),
+    "cutctx.integrations.langchain": frozenset(
+        {"langchain", "langchain_core", "langgraph", "asyncio"}
+    ),
+    # contextvars: the run that sent a request is found again by its task's context (on_llm_end);
+    # warnings: a filter that is not the run's hooks says, once, that it cannot calibrate
+    "cutctx.integrations.openai_agents": frozenset({"agents", "contextvars", "warnings"}),
+    # asyncio: the async hooks hand their CPU-bound work to a worker thread (asyncio.to_thread),
+    # so a framework's event loop is never blocked by it
+    "cutctx.integrations._options": frozenset({"asyncio"}),
     "cutctx.integrations.pydantic_ai": frozenset({"pydantic_ai"}),
+    # aprepare hands a step's CPU work to the running loop's executor (asyncio), in a copy of
+    # the caller's context (contextvars): the one library module that touches the event loop
+    "cutctx._loop.offload": frozenset({"asyncio", "contextlib", "contextvars"}),
     "cutctx._core.estimators": frozenset({"tiktoken"}),  # a tokenizer named by the caller
 }
 COMMAND_LINE = ("cutctx._cli", "cutctx.__main__")

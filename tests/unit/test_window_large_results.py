@@ -85,3 +85,16 @@ class TestParallelLargeResults:
             counts.append(count)
             window.report_usage(count)
         assert max(counts[1:]) <= 32_000
+
+
+class TestASmallCap:
+    def test_a_cap_under_the_floor_is_kept_when_results_share_the_room(self) -> None:
+        window = ContextWindow(
+            "openai_chat", max_tokens=3000, keep_first=1, max_result_tokens=150, system=SYSTEM
+        )
+        history: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+        for step in range(6):
+            parallel_step(history, step, 5, 4_000)
+            request = window.prepare(list(history))
+            assert chat_problems(request) == []
+            assert openai_chat.count_tokens(request, system=SYSTEM) <= 3000

@@ -22,6 +22,7 @@ from cutctx import (
     CompactionBudget,
     ContextWindow,
     DropOldestPolicy,
+    TextEstimator,
     TokenizerEstimator,
     Transcript,
 )
@@ -250,7 +251,10 @@ class TestWindowState:
         assert state["decisions"][saved]
         assert isinstance(state["prices"], list)
         kwargs: dict[str, Any] = {"summarize": summarize} if saved == "groups" else {}
-        live = ContextWindow("openai_chat", **SETTINGS, **kwargs)
+        # The state names the default of its release, "text/1": it restores with those rules.
+        live = ContextWindow(
+            "openai_chat", **SETTINGS, **kwargs, estimator=TextEstimator(version="1")
+        )
         history = list(session("openai_chat", steps + 8))
         for step in history[:steps]:
             live.prepare(step)

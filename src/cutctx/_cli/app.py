@@ -251,7 +251,17 @@ def _settings(arguments: argparse.Namespace) -> Settings:
 def _job(arguments: argparse.Namespace, name: str, *, plan: bool = True) -> Job:
     settings = _settings(arguments)
     conversation = read(name, arguments.format)
-    return Job.prepare(conversation, settings, plan=plan)
+    job = Job.prepare(conversation, settings, plan=False)
+    if not plan:
+        return job
+    try:
+        return job.planned()
+    except BudgetUnsatisfiable as error:
+        hint = job.excerpt_hint()
+        said = f"{name}: the budget cannot be met: {error}"
+        if hint is not None:
+            said += f"; a large tool result can be sent as an excerpt with {hint}"
+        raise CliError(said, UNMET) from None
 
 
 def _plan(arguments: argparse.Namespace, name: str) -> int:

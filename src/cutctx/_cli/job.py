@@ -17,8 +17,10 @@ from baseaicore import ValidationError
 from cutctx._audit.records import CompactionRecord
 from cutctx._cli.inputs import CliError
 from cutctx._core.digest import value_digest
+from cutctx._core.errors import BudgetUnsatisfiable
 from cutctx._core.estimators import CharRatioEstimator, resolve_estimator
 from cutctx._core.executor import CompactionExecutor
+from cutctx._core.invariants import layout
 from cutctx._core.values import CompactionBudget, Transcript
 from cutctx._loop.compact import (
     default_messages_policy,
@@ -179,8 +181,33 @@ class Job:
             transcript,
             max_result_tokens=settings.max_result_tokens,
         )
-        decided = policy.decide(transcript, budget) if plan else None
-        return cls(conversation, settings, estimator, transcript, binding, budget, policy, decided)
+        made = cls(conversation, settings, estimator, transcript, binding, budget, policy, None)
+        return made.planned() if plan else made
+
+    def planned(self) -> Job:
+        """Return this job with its plan (the conversation is priced already).
+
+        Raises:
+            BudgetUnsatisfiable: when the untouchable turns alone exceed the budget.
+        """
+        return dataclasses.replace(self, plan=self.policy.decide(self.transcript, self.budget))
+
+    def excerpt_hint(self) -> str | None:
+        """Return the ``--max-result-tokens N`` that would make an unsatisfiable budget fit.
+
+        ``None`` unless no cap was given and capping the untouchable tool results at a quarter
+        of the budget (``N``) would bring the untouchable turns within it: when a result larger
+        than the budget is what made it unsatisfiable.
+        """
+        if self.settings.max_result_tokens is not None:
+            return None
+        cap = max(1, self.budget.max_tokens // 4)
+        capped = dataclasses.replace(self.budget, max_result_tokens=cap)
+        try:
+            layout(self.transcript, self.budget).require_satisfiable(capped)
+        except BudgetUnsatisfiable:
+            return None
+        return f"--max-result-tokens {cap}"
 
     @property
     def decided(self) -> CompactionPlan:

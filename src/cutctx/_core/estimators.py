@@ -145,13 +145,15 @@ def resolve_estimator(value: object, *, owner: str) -> TokenEstimator:
 def restored_estimator(ratio: object, name: object) -> TokenEstimator | None:
     """Return the estimator a saved state names, when it can be made again from the name alone.
 
-    A state records its estimator's ratio (a ``CharRatioEstimator``) or name: the ratio and the
-    ``TextEstimator``'s name are made again; any other name (a tokenizer, a function) is not.
+    A state records its estimator's ratio (a ``CharRatioEstimator``) or name: the ratio and a
+    ``TextEstimator``'s name are made again (``"text/1"`` by the rules of version 1, so a state
+    saved before version 2 counts on as it did); any other name (a tokenizer, a function) is not.
     """
     if isinstance(ratio, int | float) and not isinstance(ratio, bool):
         return CharRatioEstimator(float(ratio))
-    if name == TextEstimator.name:
-        return TextEstimator()
+    for version in TextEstimator.versions:  # a state of earlier rules restores with them
+        if name == f"text/{version}":
+            return TextEstimator(version=version)
     return None
 
 

@@ -15,6 +15,7 @@ head and tail split, the wording, the search) are in docs/design.md, "Excerpts".
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from baseaicore import ValidationError
@@ -34,6 +35,7 @@ __all__ = [
     "lines_of",
     "page",
     "parse_excerpt",
+    "priced_excerpt",
     "shown_excerpt",
 ]
 
@@ -143,10 +145,98 @@ def _largest(fits: Callable[[int], bool], low: int, high: int) -> int:
     return good
 
 
-class _Excerpter:
-    """One original, its lines and price, and the excerpts made of it (see ``excerpt``)."""
+_PIECE: Final = 2048
+"""Characters priced together while locating an excerpt's end (see ``_Running``)."""
+_SLACK: Final = 2
+"""Tokens by which a text and a line priced apart may fall short of pricing them joined.
 
-    __slots__ = ("digest", "lines", "price", "recall_tool", "room", "total")
+A line whose own price, added to the exact price of the longest excerpt found, passes the room
+by more than this is not tried as a whole excerpt: a line break joining two texts, the rounding
+of a price and the elision line's figures move a price by a token (measured: at most one, for
+``TextEstimator`` and cl100k, over JSON, logs and code)."""
+_GUESSES: Final = 4
+"""Exact prices guided by the estimate before the search halves instead."""
+
+
+class _Running:
+    """Estimated prices of the first ``k`` items of ``items`` (lines or characters), read lazily.
+
+    The items are priced ``_PIECE`` characters at a time, and each piece's price is shared out
+    over its items by their length: one pass over what is read, however many figures are asked.
+    ``backwards`` reads the items from the end (a piece is priced in its original order).
+    """
+
+    __slots__ = ("backwards", "base", "items", "price", "sums", "whole")
+
+    def __init__(
+        self,
+        items: Sequence[str],
+        price: Price,
+        base: int,
+        whole: int | None,
+        *,
+        backwards: bool = False,
+    ) -> None:
+        self.items, self.price, self.base, self.backwards = items, price, base, backwards
+        self.whole = whole  # the price of all the items, when known: never priced again
+        self.sums = [0.0]  # ``base``, the empty text's price (a framing), is left out
+
+    def at(self, count: int) -> float:
+        """Return the estimated price of the first ``count`` items (``count <= len(items)``)."""
+        sums = self.sums
+        while len(sums) <= count:
+            self._read()
+        return sums[count]
+
+    def reach(self, limit: float, high: int) -> int:
+        """Return the largest ``k <= high`` whose estimate is at most ``limit`` (0 at least)."""
+        sums = self.sums
+        while sums[-1] <= limit and len(sums) <= high:
+            self._read()
+        return max(0, min(high, bisect_right(sums, limit) - 1))
+
+    def _read(self) -> None:
+        items, sums = self.items, self.sums
+        start = len(sums) - 1
+        end, size = start, 0
+        while end < len(items) and size < _PIECE:
+            size += len(items[len(items) - 1 - end] if self.backwards else items[end])
+            end += 1
+        if self.backwards:
+            piece = items[len(items) - end : len(items) - start]
+            taken = piece[::-1]
+        else:
+            piece = taken = items[start:end]
+        whole = self.whole if end - start == len(items) else None
+        cost = (self.price("".join(piece)) if whole is None else whole) - self.base
+        base, run = sums[-1], 0
+        for item in taken:
+            run += len(item)
+            sums.append(base + cost * run / size)
+
+
+class _Excerpter:
+    """One original, its lines and price, and the excerpts made of it (see ``excerpt``).
+
+    The search for the longest excerpt that fits prices whole candidate excerpts, as the
+    contract asks (prices need not add up), but few of them: an estimate that does add up (the
+    original read once in pieces, ``_Running``), corrected by each exact price, names the next
+    candidate, and the search halves when the estimate misleads it. For prices that never fall
+    as text is added it finds what halving alone would find.
+    """
+
+    __slots__ = (
+        "base",
+        "digest",
+        "heads",
+        "known",
+        "lines",
+        "price",
+        "recall_tool",
+        "room",
+        "tails",
+        "total",
+    )
 
     def __init__(
         self, text: str, total: int, price: Price, room: int, recall_tool: str | None
@@ -157,6 +247,10 @@ class _Excerpter:
         self.room = room
         self.recall_tool = recall_tool
         self.digest = json_string_digest(text)
+        self.known: dict[tuple[int, int, int], tuple[str, int]] = {}  # the texts tried, priced
+        self.base = price("")
+        self.heads = _Running(self.lines, price, self.base, total)
+        self.tails = _Running(self.lines, price, self.base, total, backwards=True)
 
     def text(self, head: int, tail: int, cut: int = 0) -> str:
         """Return the excerpt keeping ``head`` and ``tail`` whole lines (or ``cut`` characters)."""
@@ -167,31 +261,133 @@ class _Excerpter:
         said = elision_line(len(lines) - head - tail, left, self.digest, self.recall_tool, head + 1)
         return kept_head + ("\n" if cut else "") + said + ("\n" if kept_tail else "") + kept_tail
 
-    def fits(self, head: int, tail: int, cut: int = 0) -> bool:
-        return self.price(self.text(head, tail, cut)) <= self.room
+    def made(self, head: int, tail: int, cut: int = 0) -> tuple[str, int]:
+        """Return the excerpt ``text(head, tail, cut)`` and its price (each made once)."""
+        key = (head, tail, cut)
+        found = self.known.get(key)
+        if found is None:
+            text = self.text(head, tail, cut)
+            found = self.known[key] = (text, self.price(text))
+        return found
 
-    def best(self) -> str | None:
-        """Return the excerpt the documented split gives, or ``None`` if none fits."""
-        if not self.fits(0, 0):
+    def cost(self, head: int, tail: int, cut: int = 0) -> int:
+        """Return the price of the excerpt ``text(head, tail, cut)``."""
+        return self.made(head, tail, cut)[1]
+
+    def settle(
+        self,
+        cost: Callable[[int], int],
+        guess: Callable[[float, int, int], int],
+        estimate: Callable[[int], float],
+        next_price: Callable[[int], int],
+        *,
+        low: int,
+        high: int,
+    ) -> int:
+        """Return the largest ``k`` in ``[low, high]`` whose ``cost`` fits, given ``low`` fits.
+
+        ``estimate(k)`` adds up (it may be off by a constant: each exact price corrects it);
+        ``guess(limit, low, high)`` is the largest ``k`` in ``[low, high]`` it puts at most at
+        ``limit``; ``next_price(k)`` the price of what ``k + 1`` adds (0 if unknown). The
+        longest fit found is kept when what the next step adds alone passes the room by more
+        than ``_SLACK``; otherwise the next step is priced whole. After ``_GUESSES`` exact
+        prices the search gallops from the longest fit and halves, as ``_largest`` does.
+        """
+        room = self.room
+        fits, over = low, high + 1
+        shift = cost(low) - estimate(low)
+        tries, stride = 0, 1
+        while over - fits > 1:
+            tries += 1
+            if tries > _GUESSES:
+                probe = fits + stride if over > high else (fits + over) // 2
+                probe, stride = min(probe, over - 1), stride * 2
+            else:
+                probe = min(max(guess(room - shift, fits, over - 1), fits), over - 1)
+                if probe == fits:
+                    if cost(fits) + next_price(fits) - self.base - _SLACK > room:
+                        return fits
+                    probe = fits + 1
+            price = cost(probe)
+            if price <= room:
+                fits = probe
+            else:
+                over = probe
+            shift = price - estimate(probe)
+        return fits
+
+    def best(self) -> tuple[str, int] | None:
+        """Return the excerpt the documented split gives and its price, or ``None``."""
+        if self.cost(0, 0) > self.room:
             return None
-        count = len(self.lines)
+        count, lines, heads, tails = len(self.lines), self.lines, self.heads, self.tails
+        price = self.price
+
         # Lines are taken in turn, head first: after m steps the head holds ceil(m/2) lines
         # and the tail floor(m/2); at least one line is always left out.
-        steps = _largest(lambda m: self.fits((m + 1) // 2, m // 2), 0, count - 1)
+        def turns(limit: float, low: int, high: int) -> int:
+            steps = low
+            while steps < high and heads.at((steps + 2) // 2) + tails.at((steps + 1) // 2) <= limit:
+                steps += 1
+            return steps
+
+        def taken(steps: int) -> int:  # the price of the line step ``steps + 1`` takes
+            line = lines[steps // 2] if steps % 2 == 0 else lines[count - 1 - steps // 2]
+            return price(line)
+
+        steps = self.settle(
+            lambda m: self.cost((m + 1) // 2, m // 2),
+            turns,
+            lambda m: heads.at((m + 1) // 2) + tails.at(m // 2),
+            taken,
+            low=0,
+            high=count - 1,
+        )
         head, tail = (steps + 1) // 2, steps // 2
         if steps < count - 1:
             if steps % 2 == 0:  # the head's next line did not fit: the tail goes on alone
-                tail = _largest(lambda t: self.fits(head, t), tail, count - 1 - head)
+                fixed = heads.at(head)
+                tail = self.settle(
+                    lambda t: self.cost(head, t),
+                    lambda limit, low, high: (
+                        tails.reach(limit - fixed, high) if high > low else low
+                    ),
+                    lambda t: fixed + tails.at(t),
+                    lambda t: price(lines[count - 1 - t]),
+                    low=tail,
+                    high=count - 1 - head,
+                )
             else:  # the tail's did not: the head goes on alone
-                head = _largest(lambda h: self.fits(h, tail), head, count - 1 - tail)
+                fixed = tails.at(tail)
+                head = self.settle(
+                    lambda h: self.cost(h, tail),
+                    lambda limit, low, high: (
+                        heads.reach(limit - fixed, high) if high > low else low
+                    ),
+                    lambda h: fixed + heads.at(h),
+                    lambda h: price(lines[h]),
+                    low=head,
+                    high=count - 1 - tail,
+                )
         cut = 0
         if head == 0:
             # Not even the first line fits whole: keep its head, cut at a character, and
             # never all of it (its whole text would read as a kept line).
-            longest = len(self.lines[0].removesuffix("\n")) - 1
+            longest = len(lines[0].removesuffix("\n")) - 1
             if longest > 0:
-                cut = _largest(lambda c: self.fits(0, tail, c), 0, longest)
-        return self.text(head, tail, cut)
+                first = _Running(lines[0], price, self.base, self.total if count == 1 else None)
+                fixed = tails.at(tail)
+                cut = self.settle(
+                    lambda c: self.cost(0, tail, c),
+                    lambda limit, low, high: (
+                        first.reach(limit - fixed, high) if high > low else low
+                    ),
+                    lambda c: fixed + first.at(c),
+                    lambda _c: 0,
+                    low=0,
+                    high=longest,
+                )
+        return self.made(head, tail, cut)
 
 
 def excerpt(
@@ -229,6 +425,23 @@ def excerpt(
 
     Raises:
         ValidationError: if ``recall_tool`` is given and is not a name on one line.
+    """
+    made = priced_excerpt(text, max_tokens, price, framing, recall_tool=recall_tool)
+    return None if made is None else made[0]
+
+
+def priced_excerpt(
+    text: str,
+    max_tokens: int,
+    price: Price,
+    framing: int = 0,
+    *,
+    recall_tool: str | None = None,
+) -> tuple[str, int] | None:
+    """Return ``excerpt(...)`` and ``price`` of it, or ``None`` as ``excerpt`` does.
+
+    Raises:
+        ValidationError: as ``excerpt``.
     """
     check_recall_tool("excerpt", recall_tool)
     room = max_tokens - framing

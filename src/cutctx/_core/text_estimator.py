@@ -7,10 +7,12 @@ run one token for every character or so. ``TextEstimator`` counts the pieces of 
 compiled regular expressions (one C-speed pass a class, no Python loop over the text) and prices
 every class by a rule of its own: so many tokens a piece plus so many a character.
 
-The rules, in ``_RULES``, were fitted against cl100k_base on a varied corpus and raised by a
-tenth, so that the estimate lands a little *above* the real count on every class of text (under
+The rules, the constants below, were fitted against cl100k_base on a varied corpus and raised
+by a tenth, so that the estimate lands a little *above* the real count on every class of text (under
 is the dangerous side: a request over the window); docs/design.md has the accuracy table and
-``benchmarks/estimator.py`` reproduces it. A change of any rule bumps ``TextEstimator.version``.
+``benchmarks/estimator.py`` reproduces it. A change of any rule bumps ``TextEstimator.version``,
+and the rules of every earlier version stay (``_estimate_1``), so a record or a saved window
+state that names one is recounted by the rules that made it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import math
 import re
 from dataclasses import dataclass
 from typing import ClassVar
+
+from baseaicore import ValidationError
 
 __all__ = ["TextEstimator"]
 
@@ -88,62 +92,206 @@ _RARE_CJK, _RARE_HANGUL = 1.5, 2.4  # added for each character outside the one-t
 _WORD_RULE, _DIGIT_RULE = (1.045, 0.012), (1.1, 0.067)
 _SPACED_DIGIT, _PUNCTUATION_RULE, _TAKEN_IN_MARK = 1.48, (0.877, 0.074), 0.4
 _LINE_BREAK, _INDENTED_RULE = 0.55, (0.48, 0.022)
+_GAP_RULE, _RETURN = 1.0, 1.0
 
 
-@dataclass(frozen=True, slots=True)
+# Version 2 adds, before the passes above: runs of one character (a separator line, a mask of
+# x's, a progress bar), priced by how many of that character cl100k_base merges into one token;
+# and, after the script passes, every other character outside ASCII (box drawing, arrows, block
+# and braille characters, math symbols), priced by the tokens cl100k_base spends on it alone.
+# Runs of a mark (and the few symbols cl100k_base merges) are looked for in every text; runs of a
+# letter or digit only in a text with 16 in a row (the probe below), where they are long enough
+# to matter: a shorter one is priced as a word.
+_REPEATED = re.compile(  # "\1\1\1\1\1+" written out: the regex engine tries it faster
+    r"([!-/:-@\[-`{-~\t\n\u2500\u2501\u2550\u2588\u2013\u2014\u2026\u00b7\u2605])\1\1\1\1\1+"
+)
+_REPEATED_ALNUM = re.compile(r"([A-Za-z0-9])\1\1\1\1\1+")
+_PER_RUN_CHAR = {  # tokens a character of a long run of it: 1 / (characters a token)
+    **dict.fromkeys("#%*-./_=", 1 / 64),
+    **dict.fromkeys("+~\n\t", 1 / 32),
+    **dict.fromkeys(";\u2014", 1 / 16),
+    **dict.fromkeys("afoxAFX!,:<>\u2500\u2026", 1 / 8),
+    **dict.fromkeys("bcdeyBCELMY$()?@\\^|\u2588", 1 / 4),
+    **dict.fromkeys("0123456789", 1 / 3),
+}
+_RUN_FIRST, _RUN_FIRST_DIGIT = 1.0, 0.0  # a run's first token; digits pack three a token
+_RUN_OTHER = 1 / 2  # other letters and marks: two of them a token
+_RUN_RAISE = 1.1
+# Characters of no script and not ASCII, after the script passes: two tokens each, one for those
+# cl100k_base holds as one token, three for those in blocks whose UTF-8 lead bytes it lacks.
+_SYMBOL = re.compile(r"[^\x00-\x7f\w\s]")
+_SYMBOL_ONE = re.compile(
+    "[\xa1-\xa9\xab\xac\xae\xaf\xb0\xb1\xb4\xb6\xb7\xbb\xbf\xd7\u2010\u2011\u2013-\u2015"
+    "\u2018\u2019\u201a\u201c-\u201e\u2020\u2022\u2026\u2030\u2032\u2033\u203a\u203b\u20ac\u2122"
+    "\u2190-\u2193\u2212\u2500-\u2502\u2550\u2551\u2557\u255d\u2588\u2591\u25a0\u25ba\u25cf"
+    "\u2605\u2606\u2640\u2665\u266a\u2714\u27e9\u3001\u3002\u300a-\u3011\u301c\uff01\uff08"
+    "\uff09\uff0c-\uff0f\uff1a\uff1b\uff1e\uff1f\uff3e\uff5e\uff65\uffe5]"
+)
+_SYMBOL_THREE = re.compile(
+    "[\u21c0-\u21ff\u2280-\u243f\u2480-\u24ff\u2680-\u26ff\u2801-\u2bff\u2e00-\u2fff"
+    "\u3190-\u33ff\u4dc0-\u4dff\ua480-\ua4ff\U00010000-\U0010ffff]"
+)
+_SYMBOL_HALF = re.compile("[\u2500\u2501\u2550]")  # a line's piece: two of them one token
+_SYMBOL_RULE = 1.1  # a token of the symbols' count
+# Pairs the count above misprices: " ├" and " ├──" (a tree's branch after its space) are one
+# token each, " ║" (a double rule after its space) three.
+_BRANCH, _LONG_BRANCH, _DOUBLE_RULE = " \u251c", " \u251c\u2500\u2500", " \u2551"
+_SCRIPTS_2 = (
+    *_SCRIPTS[:5],
+    re.compile(r"[\u0370-\u03ff\u0590-\u05ff\u1f00-\u1fff\ufb1d-\ufb4f]+"),  # Greek, Hebrew
+    re.compile(r"[\u200d\ufe0f\U0001f000-\U0001faff]+"),  # emoji; the symbols of U+2600-27BF below
+    re.compile(r"[\u1d00-\u1dbf\u2070-\u209f]+"),  # small letters and digits: x\u1d62, 2\u207f
+    _SCRIPTS[6],
+)
+_SCRIPT_RULES_2 = (
+    *_SCRIPT_RULES[:5],
+    (1.15, 1.0),
+    _SCRIPT_RULES[5],
+    (0.0, 2.6),
+    _SCRIPT_RULES[6],
+)
+_SPACES = re.compile(r"  +")  # two spaces or more: a piece of their own, when they align columns
+
+
+class _Name:
+    """``TextEstimator.name``: on the class, the current rules' name; on an estimator, its own."""
+
+    def __get__(self, instance: TextEstimator | None, owner: type[TextEstimator]) -> str:
+        return f"text/{owner.version if instance is None else instance.version}"
+
+
+@dataclass(frozen=True)
 class TextEstimator:
     """Estimates a BPE tokenizer's count (cl100k_base) from the text's structure; no model.
 
     The text's pieces are counted as a tokenizer splits it — words, digit runs, punctuation,
-    line breaks, runs of one script (Han and kana, Hangul, Cyrillic, Arabic, Indic), emoji, hex
-    and base64 runs — and each class is priced by a rule of its own. Pure Python, deterministic,
-    about as fast as tiktoken's ``encode``. Per text of 200 tokens or more it lands within 0.9 to
-    1.3 times cl100k_base on every class of text docs/design.md lists, about 1.1 times on most;
-    pass a real tokenizer (``estimator="cl100k_base"``) where the count must be exact.
+    line breaks, runs of one script (Han and kana, Hangul, Cyrillic, Arabic, Indic, Hebrew,
+    Greek), emoji, hex and base64 runs, runs of one repeated character, symbols such as box
+    drawing and braille — and each class is priced by a rule of its own. Pure Python,
+    deterministic, about as fast as tiktoken's ``encode``. Per text of 200 tokens or more it
+    lands within 0.9 to 1.3 times cl100k_base on every class of text docs/design.md lists, about
+    1.1 times on most; pass a real tokenizer (``estimator="cl100k_base"``) where the count must
+    be exact.
 
-    ``name`` is recorded on every plan whose figures it produced; ``version`` (part of the
-    name) changes whenever a rule does.
+    ``name`` (``"text/2"``) is recorded on every plan whose figures it produced; ``version``
+    (part of the name) changes whenever a rule does. ``TextEstimator(version="1")`` counts by
+    the rules of version 1, for a record or a saved window state that names ``"text/1"``.
 
     >>> TextEstimator().estimate_tokens("The quick brown fox jumps over the lazy dog.")
     11
 
+    Raises:
+        ValidationError: for a ``version`` that is not one of ``TextEstimator.versions``.
+
     .. versionadded:: 0.1.1
+    .. versionchanged:: 0.1.1
+       Version 2 of the rules (runs of one character, symbols, Hebrew and Greek); ``version``
+       is a field, and ``"1"`` keeps the earlier rules.
     """
 
-    version: ClassVar[str] = "1"
-    name: ClassVar[str] = "text/1"
+    version: str = "2"
+    name: ClassVar[_Name] = _Name()
+    versions: ClassVar[tuple[str, ...]] = ("1", "2")
+
+    def __post_init__(self) -> None:
+        if self.version not in self.versions:
+            raise ValidationError(
+                f"TextEstimator.version must be one of {', '.join(self.versions)}, "
+                f"got {self.version!r}",
+                details={"field": "TextEstimator.version"},
+            )
 
     def estimate_tokens(self, text: str) -> int:
         """Return the estimated token count of ``text`` (0 for the empty text)."""
-        total = 0.0
-        probe = text.encode("utf-8", "surrogatepass").translate(_ALNUM)
-        runs = _RUNS.findall(text) if _SIXTEEN in probe else None
-        if runs:
-            hexes, base64s = zip(*runs, strict=True)
-            total += _price(_HEX_RULE, hexes) + _price(_BASE64_RULE, base64s)
-            text = _RUNS.sub(" ", text)
-        if not text.isascii():
-            rare = _CJK.subn("", text)[1] - _CJK_COMMON.subn("", text)[1]
-            rare_hangul = _HANGUL.subn("", text)[1] - _HANGUL_COMMON.subn("", text)[1]
-            total += _RARE_CJK * rare + _RARE_HANGUL * rare_hangul
-            for pattern, (per_piece, per_char) in zip(_SCRIPTS, _SCRIPT_RULES, strict=True):
-                rest, pieces = pattern.subn(" ", text)
-                total += per_piece * pieces + per_char * (len(text) - len(rest) + pieces)
-                text = rest
-        rest, pieces = _WORDS.subn("a", text)
-        total += _WORD_RULE[0] * pieces + _WORD_RULE[1] * (len(text) - len(rest) + pieces)
-        text = rest
-        rest, pieces = _DIGITS.subn("0", text)
-        total += _DIGIT_RULE[0] * pieces + _DIGIT_RULE[1] * (len(text) - len(rest) + pieces)
-        text = rest
-        total += _SPACED_DIGIT * _SPACED_DIGITS.subn("", text)[1]
-        rest, pieces = _PUNCTUATION.subn("", text)
-        total += _PUNCTUATION_RULE[0] * pieces + _PUNCTUATION_RULE[1] * (len(text) - len(rest))
-        total += (_TAKEN_IN_MARK - _PUNCTUATION_RULE[0]) * _TAKEN_IN.subn("", text)[1]
-        total += _LINE_BREAK * (text.count("\n") - text.count("\n\n"))
-        rest, pieces = _INDENTED.subn("", text)
-        total += _INDENTED_RULE[0] * pieces + _INDENTED_RULE[1] * (len(text) - len(rest))
-        return max(0, math.ceil(total))
+        if self.version == "1":
+            return _estimate_1(text)
+        return _estimate_2(text)
+
+
+def _estimate_1(text: str) -> int:
+    """Return the estimate of ``text`` by the rules of version 1 (kept as they were)."""
+    total = 0.0
+    probe = text.encode("utf-8", "surrogatepass").translate(_ALNUM)
+    runs = _RUNS.findall(text) if _SIXTEEN in probe else None
+    if runs:
+        hexes, base64s = zip(*runs, strict=True)
+        total += _price(_HEX_RULE, hexes) + _price(_BASE64_RULE, base64s)
+        text = _RUNS.sub(" ", text)
+    if not text.isascii():
+        rare = _CJK.subn("", text)[1] - _CJK_COMMON.subn("", text)[1]
+        rare_hangul = _HANGUL.subn("", text)[1] - _HANGUL_COMMON.subn("", text)[1]
+        total += _RARE_CJK * rare + _RARE_HANGUL * rare_hangul
+        for pattern, (per_piece, per_char) in zip(_SCRIPTS, _SCRIPT_RULES, strict=True):
+            rest, pieces = pattern.subn(" ", text)
+            total += per_piece * pieces + per_char * (len(text) - len(rest) + pieces)
+            text = rest
+    return max(0, math.ceil(_ascii(text, total)))
+
+
+def _estimate_2(text: str) -> int:
+    """Return the estimate of ``text`` by the rules of version 2."""
+    runs_total = [0.0]
+
+    def run(match: re.Match[str]) -> str:
+        char = match.group(1)
+        length = match.end() - match.start()
+        per_char = _PER_RUN_CHAR.get(char, _RUN_OTHER)
+        first = _RUN_FIRST_DIGIT if char.isdigit() else _RUN_FIRST
+        runs_total[0] += first + per_char * length * _RUN_RAISE
+        return "\r"  # splits the pieces around it, and no later pass prices it
+
+    returns = text.count("\r")  # a piece of its own, but for "\r\n" (one, with its line break)
+    text = _REPEATED.sub(run, text)
+    total = _RETURN * (returns - text.count("\r\n"))
+    if "  " in text:
+        indents = text.count("\n  ") + text.count("\r  ") + text.startswith("  ")  # not gaps
+        total += _GAP_RULE * (len(_SPACES.findall(text)) - indents)
+    probe = text.encode("utf-8", "surrogatepass").translate(_ALNUM)
+    runs = None
+    if _SIXTEEN in probe:
+        text = _REPEATED_ALNUM.sub(run, text)
+        runs = _RUNS.findall(text)
+    total += runs_total[0]
+    if runs:
+        hexes, base64s = zip(*runs, strict=True)
+        total += _price(_HEX_RULE, hexes) + _price(_BASE64_RULE, base64s)
+        text = _RUNS.sub(" ", text)
+    if not text.isascii():
+        rare = _CJK.subn("", text)[1] - _CJK_COMMON.subn("", text)[1]
+        rare_hangul = _HANGUL.subn("", text)[1] - _HANGUL_COMMON.subn("", text)[1]
+        total += _RARE_CJK * rare + _RARE_HANGUL * rare_hangul
+        for pattern, (per_piece, per_char) in zip(_SCRIPTS_2, _SCRIPT_RULES_2, strict=True):
+            rest, pieces = pattern.subn(" ", text)
+            total += per_piece * pieces + per_char * (len(text) - len(rest) + pieces)
+            text = rest
+        rest, symbols = _SYMBOL.subn("\r", text)
+        if symbols:
+            found = "".join(_SYMBOL.findall(text))  # the passes below read the symbols alone
+            ones = _SYMBOL_ONE.subn("", found)[1]
+            threes = _SYMBOL_THREE.subn("", found)[1]
+            halves = _SYMBOL_HALF.subn("", found)[1] / 2
+            pairs = text.count(_DOUBLE_RULE) - text.count(_BRANCH) - text.count(_LONG_BRANCH)
+            total += _SYMBOL_RULE * (2 * symbols - ones + threes - halves + pairs)
+            text = rest
+    return max(0, math.ceil(_ascii(text, total)))
+
+
+def _ascii(text: str, total: float) -> float:
+    """Return ``total`` plus the price of the ASCII pieces the passes before left in ``text``."""
+    rest, pieces = _WORDS.subn("a", text)
+    total += _WORD_RULE[0] * pieces + _WORD_RULE[1] * (len(text) - len(rest) + pieces)
+    text = rest
+    rest, pieces = _DIGITS.subn("0", text)
+    total += _DIGIT_RULE[0] * pieces + _DIGIT_RULE[1] * (len(text) - len(rest) + pieces)
+    text = rest
+    total += _SPACED_DIGIT * _SPACED_DIGITS.subn("", text)[1]
+    rest, pieces = _PUNCTUATION.subn("", text)
+    total += _PUNCTUATION_RULE[0] * pieces + _PUNCTUATION_RULE[1] * (len(text) - len(rest))
+    total += (_TAKEN_IN_MARK - _PUNCTUATION_RULE[0]) * _TAKEN_IN.subn("", text)[1]
+    total += _LINE_BREAK * (text.count("\n") - text.count("\n\n"))
+    rest, pieces = _INDENTED.subn("", text)
+    total += _INDENTED_RULE[0] * pieces + _INDENTED_RULE[1] * (len(text) - len(rest))
+    return total
 
 
 def _price(rule: tuple[float, float], runs: tuple[str, ...]) -> float:

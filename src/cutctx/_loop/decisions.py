@@ -75,7 +75,8 @@ def shared_excerpts(
     Results that arrive at once (parallel calls, or one step's several large files) share the
     room the rest of the request leaves them: each result under an even share keeps what it
     has, and the others are excerpted to the share of what is left, never below
-    ``MIN_SHARED_EXCERPT`` tokens. ``excerpts`` is returned as it is when they fit.
+    ``MIN_SHARED_EXCERPT`` tokens (nor over the result cap). ``excerpts`` is returned as it is
+    when they fit.
     """
     results = [turn for turn in turns if turn.role is Role.TOOL]
 
@@ -92,6 +93,8 @@ def shared_excerpts(
             cap = max(MIN_SHARED_EXCERPT, share)
             break
         left -= price(turn)
+    if settings.cap is not None:  # every plan is checked against the cap: never over it
+        cap = min(cap, settings.cap)
     tool = RECALL_TOOL if settings.recall else None
     made = dict(excerpts)
     for turn in results:

@@ -9,7 +9,6 @@ through ``from_json_data``, whatever keys the caller's own dicts hold.
 from __future__ import annotations
 
 import base64
-import binascii
 import math
 from typing import Final, cast
 
@@ -150,7 +149,7 @@ def _bytes_of(text: object) -> bytes:
     if isinstance(text, str):
         try:
             return base64.b64decode(text.encode("ascii"), validate=True)
-        except (binascii.Error, UnicodeEncodeError):
+        except ValueError:  # binascii.Error, UnicodeEncodeError
             pass
     raise ValidationError(
         f"ContextWindow.from_state: malformed state ({_BYTES} holds {text!r:.40}, "

@@ -21,6 +21,7 @@ from cutctx._loop.compact import default_messages_policy
 from cutctx._loop.decisions import Decisions
 from cutctx._loop.jsondata import check_json
 from cutctx._loop.ledger import Ledger
+from cutctx._loop.offload import off_loop
 from cutctx._loop.planner import Planner
 from cutctx._loop.recall import (
     DEFAULT_PAGE_TOKENS,
@@ -36,7 +37,7 @@ from cutctx._loop.step import Step, named
 from cutctx.formats import resolve
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
     from cutctx._loop.compact import CompactedMessages
@@ -53,9 +54,8 @@ class ContextWindow:
     its end, never edited in place; equal messages handed as new objects are the same history)
     and returns the messages to send. While the request — earlier decisions applied, new
     messages appended — stays at or under ``compact_at``, nothing is re-planned; when it would
-    pass it, one compaction brings it to ``compact_to`` (by default half of ``max_tokens``, or
-    ``compact_at`` less 10 000 tokens when that is more: a cut in a large window removes no more
-    than a dozen steps need; or, when the untouchable turns make
+    pass it, one compaction brings it to ``compact_to`` (by default half of ``max_tokens``, at
+    every size: fewer cuts keep more of the prompt cache; or, when the untouchable turns make
     that impossible, under ``compact_at``, removing no more than that needs; when they alone
     pass ``compact_at``, every message that fits under ``max_tokens`` is sent, and a cut keeps
     the newest exchanges). A float is a fraction of ``max_tokens`` (``0.8``, ``1.0``), an int a
@@ -83,8 +83,7 @@ class ContextWindow:
     .. versionadded:: 0.1.0
     .. versionchanged:: 0.1.1
        ``format`` may be a ``cutctx.formats.Format``; a history is recognised by content;
-       ``observation=``; ``compact_to`` defaults to ``None``: half of ``max_tokens``, or
-       ``compact_at`` less 10 000 tokens when that is more.
+       ``observation=``; ``compact_to`` defaults to ``None``: half of ``max_tokens``.
     """
 
     def __init__(
@@ -137,6 +136,7 @@ class ContextWindow:
         )
         self._recall = RecallIndex() if settings.recall else None
         self._free = [True]  # the one caller's token: taken by a step in flight (see _enter)
+        self._working = False  # an aprepare's work runs in a worker thread (see _off_loop)
         self._probe: list[int] | None = None  # the estimator's count of the probe texts
         ledger = Ledger(fmt, settings)
         head = sum(turn.token_estimate for turn in ledger.head)
@@ -181,6 +181,7 @@ class ContextWindow:
         """The latest compaction: its request, report and plan over the whole history then."""
         state = self._state
         if state.last is None and state.last_count is not None:  # a restored window's
+            self._idle()
             step = self._step()
             made = step.recorded()
             self._keep(step)
@@ -208,6 +209,7 @@ class ContextWindow:
         """
         state = self._state
         if self._recall is not None and not self._recall.complete and not state.unseen:
+            self._idle()
             step = self._step()  # restored from a state: read the old messages once
             step.warm(state.ledger.seen)
             self._recall.fill(step.state.ledger.turns)
@@ -236,17 +238,31 @@ class ContextWindow:
     async def aprepare[M](self, history: Sequence[M]) -> list[M]:
         """Return the messages to send now, awaiting an async ``summarize``; as ``prepare``.
 
+        The same request ``prepare`` returns. The step's work (reading and pricing the new
+        messages, planning, rendering) runs in the event loop's default executor, so the loop
+        serves its other coroutines meanwhile; ``summarize`` is called (and awaited) on the
+        loop. The step is adopted on the loop once it is whole: a failure or a cancellation
+        leaves the window as it was. Cancelled while its work runs, the call returns (raising
+        ``asyncio.CancelledError``) when that work has finished, and the window takes the next
+        step from the state before it.
+
         Raises:
             ValidationError: as ``prepare``, except that an async ``summarize`` is awaited.
             BudgetUnsatisfiable: as ``prepare``.
             SummaryMissing: as ``prepare``.
+
+        .. versionchanged:: 0.1.1
+           The step's work runs off the event loop.
         """
         step = self._enter()
         try:
-            pending = step.begin(history)
+            pending = await self._off_loop(step.begin, history)
             if pending is not None:
-                step.complete(pending, await pending.afulfil(self._settings.summarize))
-            return cast("list[M]", self._commit(step))
+                texts = await pending.afulfil(self._settings.summarize)
+                await self._off_loop(step.complete, pending, texts)
+            request = await self._off_loop(step.emit)
+            self._adopt(step)
+            return cast("list[M]", request)
         finally:
             self._free.append(True)
 
@@ -365,6 +381,26 @@ class ContextWindow:
         """Return a step over a copy of the window's state."""
         return Step(self._format, self._limits, self._planner, self._policy, self._state)
 
+    async def _off_loop[*A, T](self, function: Callable[[*A], T], *args: *A) -> T:
+        """Return ``function(*args)``, run off the event loop (``offload.off_loop``)."""
+        self._working = True
+        try:
+            return await off_loop(function, *args)
+        finally:
+            self._working = False
+
+    def _idle(self) -> None:
+        """Refuse a read of the old messages while a step's work runs in a worker thread.
+
+        Such a read (a restored window's ``last``, its first ``recall``) would use the ledger's
+        reader, which that step is using.
+
+        Raises:
+            ValidationError: if an ``aprepare``'s work is running.
+        """
+        if self._working:
+            raise _in_flight()
+
     def _take(self) -> None:
         """Take the one caller's token, or refuse a second caller.
 
@@ -378,11 +414,7 @@ class ContextWindow:
         try:
             self._free.pop()
         except IndexError:
-            raise ValidationError(
-                "ContextWindow: a step is in flight; a window serves one conversation, one "
-                "prepare at a time (keep one window per conversation)",
-                details={"field": "history"},
-            ) from None
+            raise _in_flight() from None
 
     def _enter(self) -> Step:
         """Take the one caller's token and return the step over a copy of the state."""
@@ -401,7 +433,20 @@ class ContextWindow:
     def _commit(self, step: Step) -> list[Any]:
         """Adopt the state ``step`` made (one assignment) and return its request."""
         request = step.emit()
+        self._adopt(step)
+        return request
+
+    def _adopt(self, step: Step) -> None:
+        """Adopt the state ``step`` made, in one assignment, and index what it recalled."""
         self._state = step.state
         if self._recall is not None:
             self._recall.add(step.recalled)
-        return request
+
+
+def _in_flight() -> ValidationError:
+    """Return the error a second caller gets while a step is in flight."""
+    return ValidationError(
+        "ContextWindow: a step is in flight; a window serves one conversation, one prepare at "
+        "a time (keep one window per conversation)",
+        details={"field": "history"},
+    )

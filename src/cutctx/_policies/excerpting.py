@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from cutctx._core.excerpts import check_recall_tool, excerpt
+from cutctx._core.excerpts import check_recall_tool, priced_excerpt
 from cutctx._core.metadata import KIND_METADATA, MASKED_KIND
 from cutctx._core.values import (
     Action,
@@ -141,7 +141,8 @@ def excerpt_of(
         return own if text is content else estimate(text)
 
     framing = turn.token_estimate - own
-    text = excerpt(content, cap, price, framing, recall_tool=recall_tool)
-    if text is None:
+    made = priced_excerpt(content, cap, price, framing, recall_tool=recall_tool)
+    if made is None:
         return None
-    return trusted_replacement(text, max(0, framing + estimate(text)))
+    text, cost = made
+    return trusted_replacement(text, max(0, framing + cost))

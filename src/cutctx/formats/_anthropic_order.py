@@ -1,13 +1,14 @@
 """Anthropic's sequencing rules and prompt-cache markers: what a request must keep.
 
-``check_order`` and ``check_unique`` refuse a conversation the API would (its opening, its
-alternation, empty content, a tool use id used twice).
+``check_order`` and ``check_unique`` refuse a conversation the API would (its opening, empty
+content, thinking that cannot open its message, a tool use id used twice).
 
-The Messages API wants user-first strict alternation: adjacent messages of one role are merged
-(their blocks concatenated), except that an assistant message holding thinking or compaction
-blocks is never merged behind another (they must stay first): a short user message,
-``FILLER_TEXT``, goes between them, and before an assistant message that would open the
-conversation. ``place_breakpoint`` marks the end of a request's stable prefix for the cache.
+The Messages API merges adjacent messages of one role into one turn (their blocks
+concatenated). Messages that compaction makes neighbours are merged the same way here, except
+that an assistant message holding thinking or compaction blocks is never merged behind another
+(they must stay first): a short user message, ``FILLER_TEXT``, goes between them, and before an
+assistant or ``system`` message that would open the conversation. ``place_breakpoint`` marks
+the end of a request's stable prefix for the cache.
 """
 
 from __future__ import annotations
@@ -43,18 +44,28 @@ _OPENERS: Final = THINKING | {"compaction"}
 def alternate(
     built: list[tuple[dict[str, Any], int, int | None]], filler: int
 ) -> tuple[list[dict[str, Any]], list[int], frozenset[int]]:
-    """Restore user-first strict alternation by merging neighbours, or a filler between them.
+    """Restore user-first alternation by merging neighbours, or a filler between them.
 
     ``built`` holds each message with its price and its source index (``None`` for a summary);
     return the messages, their prices (a filler costs ``filler``) and the source indices that
-    were merged into the message before them.
+    were merged into the message before them. Messages of one role that were neighbours in the
+    history stay as they are (the API merges them as it did there); a ``system`` message is
+    never merged, and gets a filler before it where it would open the request or follow an
+    assistant message it did not follow in the history.
     """
     out: list[dict[str, Any]] = []
     costs: list[int] = []
     joined_: set[int] = set()
+    last: int | None = None  # the source of the last message out (merged into it)
     for message, cost, source in built:
         role = message["role"]
-        if not out or out[-1]["role"] == role:
+        follows = source is not None and last == source - 1  # as in the history
+        last = source
+        if role == "system":
+            if not out or (out[-1]["role"] == "assistant" and not follows):
+                out.append({"role": "user", "content": FILLER_TEXT})
+                costs.append(filler)
+        elif not out or (out[-1]["role"] == role and not follows):
             if role == "assistant" and (not out or _thinks(message)):
                 out.append({"role": "user", "content": FILLER_TEXT})
                 costs.append(filler)
@@ -70,7 +81,11 @@ def alternate(
 
 
 def _thinks(message: Mapping[str, Any]) -> bool:
-    content = message.get("content")
+    return _opens(message.get("content"))
+
+
+def _opens(content: object) -> bool:
+    """Whether ``content`` holds a block that must open its message (thinking, compaction)."""
     return isinstance(content, list | tuple) and any(
         isinstance(block, dict) and block.get("type") in _OPENERS for block in content
     )
@@ -149,12 +164,14 @@ def check_order(
 ) -> None:
     """Raise where the API refuses the message: opening, alternation and empty content."""
     if previous is None and role != "user":
-        raise fail(_FORMAT, index, "the conversation must open with a user message")
-    if role == previous:
+        hint = " (pass the system prompt as system=)" if role == "system" else ""
+        raise fail(_FORMAT, index, f"the conversation must open with a user message{hint}")
+    if role == previous == "assistant" and _opens(content):
         raise fail(
             _FORMAT,
             index,
-            f"two {role} messages in a row; merge them first (strict alternation)",
+            "an assistant message with thinking or compaction blocks cannot follow another "
+            "assistant message (the API merges them, and those blocks must open the message)",
         )
     if is_empty(content) and not (last and role == "assistant"):
         raise fail(_FORMAT, index, f"a {role} message must have content")

@@ -71,6 +71,15 @@ def _image(source: object) -> int:
     return anthropic_image_tokens({"data": data} if isinstance(data, str) else None)
 
 
+def _media(index: int, body: object, where: str) -> object:
+    """Return an image's, a video's or an audio clip's ``source``; raise where one is no object."""
+    media = check_dict(FORMAT, index, body, where)
+    source = media.get("source")
+    if source is not None:
+        check_dict(FORMAT, index, source, f"{where}.source")
+    return source
+
+
 def _document(pricer: Pricer, index: int, body: object, where: str) -> int:
     document = check_dict(FORMAT, index, body, where)
     cost = sum(
@@ -78,7 +87,7 @@ def _document(pricer: Pricer, index: int, body: object, where: str) -> int:
         for name in ("name", "context")
         if document.get(name) is not None
     )
-    source = document.get("source")
+    source = _media(index, document, where)
     if isinstance(source, Mapping) and isinstance(source.get("text"), str):
         return cost + pricer.text(source["text"])
     if isinstance(source, Mapping) and isinstance(source.get("content"), list):
@@ -135,15 +144,17 @@ def block_of(pricer: Pricer, index: int, value: object, where: str) -> tuple[str
     if kind == "reasoningContent":
         return "", _reasoning(pricer, index, body, f"{where}.reasoningContent")
     if kind == "image":
-        image = check_dict(FORMAT, index, body, f"{where}.image")
-        return "[image]", _image(image.get("source"))
+        return "[image]", _image(_media(index, body, f"{where}.image"))
     if kind == "document":
         return "[document]", _document(pricer, index, body, f"{where}.document")
     if kind == "video":
+        _media(index, body, f"{where}.video")
         return "[video]", FILE_TOKENS
     if kind == "audio":
+        _media(index, body, f"{where}.audio")
         return "[audio]", AUDIO_TOKENS
     if kind == "cachePoint":
+        check_dict(FORMAT, index, body, f"{where}.cachePoint")
         return "", 0
     if kind == "guardContent":
         guard = check_dict(FORMAT, index, body, f"{where}.guardContent")
@@ -151,8 +162,7 @@ def block_of(pricer: Pricer, index: int, value: object, where: str) -> tuple[str
         if isinstance(inner, Mapping) and isinstance(inner.get("text"), str):
             return inner["text"], pricer.text(inner["text"])
         if "image" in guard:
-            image = check_dict(FORMAT, index, guard["image"], f"{where}.guardContent.image")
-            return "[image]", _image(image.get("source"))
+            return "[image]", _image(_media(index, guard["image"], f"{where}.guardContent.image"))
     return f"[{kind}]", pricer.text(strict_json(index, plain(body), f"{where}.{kind}"))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -198,10 +199,29 @@ def body_of(pricer: Pricer, index: int, part: Mapping[str, Any], where: str) -> 
     return text, cost
 
 
+# Base64 text in either alphabet (the API's JSON writes the standard one, pydantic's JSON mode
+# the URL-safe one), padded or not: the one text shape a thought signature may take.
+_BASE64: Final = re.compile(
+    r"(?:[A-Za-z0-9+/_-]{4})*(?:[A-Za-z0-9+/_-]{2}(?:==)?|[A-Za-z0-9+/_-]{3}=?)?"
+)
+
+
+def _check_signature(index: int, part: Mapping[str, Any], where: str) -> None:
+    """Raise for a ``thought_signature`` that is neither bytes nor base64 text."""
+    key, signature = field(part, "thought_signature")
+    if signature is None or isinstance(signature, bytes | bytearray):
+        return
+    if isinstance(signature, str) and _BASE64.fullmatch(signature) is not None:
+        return
+    got = "text that is not base64" if isinstance(signature, str) else type(signature).__name__
+    raise fail(FORMAT, index, f"{where}.{key} must be bytes or base64 text, got {got}", field=key)
+
+
 def part_of(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, int]:  # noqa: PLR0911 - one branch per kind of part
     """Render (for summarizers) and price one part."""
     part = check_dict(FORMAT, index, value, where)
     kind = _data_key(index, part, where)
+    _check_signature(index, part, where)
     thought = part.get("thought")
     if thought is not None and not isinstance(thought, bool):
         raise fail(FORMAT, index, f"{where}.thought must be true or false")

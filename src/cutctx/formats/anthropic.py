@@ -9,11 +9,14 @@ blocks and every turn of the user message answering it share one ``tool_call_id`
 of the assistant message): one exchange. ``thinking`` blocks, and server or MCP tool uses with
 their results, live inside their assistant turn, so they are kept or removed with it and never
 edited; a ``compaction`` block pins its message. Unknown blocks are carried through unchanged.
+A ``system`` message inside ``messages`` is an untouchable ``SYSTEM`` turn, sent where it stood.
 
-The input must be a valid request (user first, strict alternation, every ``tool_use`` answered
-in the next message); ``from_transcript`` keeps the output valid by the rules of
-``_anthropic_order`` (merging, and ``FILLER_TEXT`` where a merge is not allowed), whose filler
-price is reserved in the estimates. See ``docs/formats/anthropic.md`` for the pricing rules.
+The input must be a valid request (user first, every ``tool_use`` answered at the head of the
+next message). A run of messages of one role is what the API makes of it, one message: priced
+with one framing by ``count_tokens`` (the estimates keep one on each message, a reserve), its
+results first; ``from_transcript`` keeps the output valid by the rules of ``_anthropic_order``
+(merging neighbours compaction made, and ``FILLER_TEXT`` where a merge is not allowed), whose
+filler price is reserved in the estimates. See ``docs/formats/anthropic.md`` for the rules.
 
 >>> transcript, binding = to_transcript([{"role": "user", "content": "hi"}], system="Be brief.")
 >>> transcript.turn_ids(), from_transcript(transcript, binding), binding.system
@@ -236,12 +239,16 @@ def to_transcript[M: Message](
     Raises:
         ValidationError: naming the message ``index`` in ``details`` for a non-list, a message
             that is not an object, an unknown role, a conversation that does not open with a
-            user message or does not alternate, a message with no content (but a final
-            assistant one), a ``tool_result`` whose ``tool_use`` is not in the message before
-            it, a ``tool_use`` left unanswered, a tool use id used twice, a server or MCP tool
-            result with no use before it in its message, or a field of the wrong type.
+            user message, a message with no content (but a final assistant one), a
+            ``tool_result`` whose ``tool_use`` is not in the message before it (or that follows
+            another block of its message or run), a ``tool_use`` left unanswered, thinking
+            after another assistant message, a ``system`` message holding tool or thinking
+            blocks, a tool use id used twice, a server or MCP tool result with no use before it
+            in its message, or a field of the wrong type.
 
     .. versionadded:: 0.1.0
+    .. versionchanged:: 0.1.1
+       Messages of one role in a row, and ``system`` messages, are accepted.
     """
     made = ANTHROPIC.to_transcript(
         messages, estimator=estimator, system=system, priority=priority, pin=pin
@@ -275,9 +282,10 @@ def count_tokens(
 ) -> int:
     """Return what ``messages`` and ``system`` cost under this format's pricing rules.
 
-    The filler reserves that ``to_transcript`` adds to its estimates are not counted. Counting
-    needs no valid request: a partial history (a ``tool_use`` still waiting for its result, two
-    messages of one role in a row) is priced message by message.
+    The filler and framing reserves that ``to_transcript`` adds to its estimates are not
+    counted: a run of messages of one role is framed once, as the API merges it. Counting needs
+    no valid request: a partial history (a ``tool_use`` still waiting for its result) is priced
+    message by message.
 
     >>> count_tokens([{"role": "user", "content": "twelve chars"}])
     3
@@ -346,15 +354,28 @@ class _AnthropicReader(StreamReader[Message]):
     def message(self, state: ReaderState, index: int, item: dict[str, Any], out: Out) -> None:
         pricer, strict = self.pricer, self.strict
         role = item.get("role")
-        if role not in ("user", "assistant"):
-            hint = " (pass the system prompt as system=)" if role == "system" else ""
-            raise fail(FORMAT, index, f"unknown role {shown(role)}{hint}", role=shown(role))
+        if role not in ("user", "assistant", "system"):
+            raise fail(FORMAT, index, f"unknown role {shown(role)}", role=shown(role))
         content = item.get("content")
+        previous = state["previous"]
+        pending: dict[str, str] = state["pending"]
         if strict:
-            check_order(index, role, state["previous"], content, last=out.last)
+            check_order(index, role, previous, content, last=out.last)
+            # Calls wait for their results in the next user message (a run of assistant
+            # messages is one message: its calls are answered after the run).
+            if pending and not (role == "user" or role == previous == "assistant"):
+                raise _unanswered(state["opener"], list(pending))
+        if role == previous:  # the API merges the run into one message: framed once
+            self.reserved += pricer.framing
         state["previous"] = role
         turn_id = f"m{index}"
-        pending: dict[str, str] = state["pending"]
+        if role == "system":
+            text, cost = _system_message(pricer, index, content)
+            reserve = _reserve(pricer)  # a filler goes before it if compaction leaves no user
+            self.reserved += reserve
+            turn = TranscriptTurn(turn_id, Role.SYSTEM, text, pricer.framing + cost + reserve)
+            out.whole(turn, index)
+            return
         if role == "assistant":
             text, cost, ids, flags = _assistant(pricer, index, content, strict=strict)
             if strict:
@@ -364,24 +385,34 @@ class _AnthropicReader(StreamReader[Message]):
                 cost += reserve
                 self.reserved += reserve
             uses = ids["tool_use"]
+            run = previous == "assistant" and bool(pending)  # its calls join the run's exchange
+            key = state["key"] if run else turn_id
             turn = TranscriptTurn(
                 turn_id,
                 Role.ASSISTANT,
                 text,
                 pricer.framing + cost,
-                turn_id if uses else None,
+                key if uses else None,
                 pinned="compaction" in flags,
             )
             out.whole(turn, index)
-            state["pending"] = _use_names(content, uses)
-            state["opener"], state["key"] = index, turn_id
+            if uses:
+                named = _use_names(cast("list[Any]", content))  # uses come from a list
+                state["pending"] = {**(pending if run else {}), **named}
+                if not run:
+                    state["opener"], state["key"] = index, turn_id
+            elif not run:
+                state["pending"] = {}
             return
         key = state["key"] if pending else None
-        answered = _user(pricer, index, content, key, pending, out, strict=strict)
-        missing = [call_id for call_id in pending if call_id not in answered]
-        if missing and strict:
-            raise _unanswered(state["opener"], missing)
-        state["pending"] = {}
+        answered, closed = _user(pricer, index, content, key, pending, out, strict=strict)
+        # A run of user messages is the one message the API merges them into: results first,
+        # so the next message may still answer the calls left only if this one holds nothing
+        # else.
+        left = {call_id: name for call_id, name in pending.items() if call_id not in answered}
+        if left and strict and (closed or not answered):
+            raise _unanswered(state["opener"], list(left))
+        state["pending"] = left
 
     def finish(self, state: ReaderState) -> None:
         if state["pending"] and self.strict:
@@ -401,10 +432,8 @@ def _unanswered(opener: int, missing: list[str]) -> Exception:
     )
 
 
-def _use_names(content: object, uses: list[str]) -> dict[str, str]:
+def _use_names(content: list[Any]) -> dict[str, str]:
     """Map each ``tool_use`` id of an assistant message's ``content`` to its tool's name."""
-    if not uses or not isinstance(content, list | tuple):
-        return {}
     return {
         block["id"]: block["name"]  # strings: ``blocks`` checked them
         for block in content
@@ -423,27 +452,40 @@ def _user(  # noqa: PLR0917 - one private call site
     out: Out,
     *,
     strict: bool,
-) -> set[str]:
-    """Add the turns of user message ``index``; return the tool_use ids it answers."""
+) -> tuple[set[str], bool]:
+    """Add the turns of user message ``index``.
+
+    Return the tool_use ids it answers, and whether it holds anything but results (then no
+    result may follow in the run).
+    """
     turn_id = f"m{index}"
     if not isinstance(content, list | tuple):
         text, cost = blocks(pricer, index, content, "content")
         out.whole(TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost), index)
-        return set()
+        return set(), True
     answers: list[Answer] = []
     answered: set[str] = set()
+    other = False  # a block that is not a result came before
     for position, value in enumerate(content):
         where = f"content[{position}]"
         block = check_dict(FORMAT, index, value, where)
         if block.get("type") != "tool_result":
+            other = True
             continue
         call_id = text_field(FORMAT, index, block.get("tool_use_id"), f"{where}.tool_use_id")
-        if strict and (key is None or call_id in answered):
+        if strict and (key is None or call_id in answered or call_id not in pending):
             raise fail(
                 FORMAT,
                 index,
                 f"tool_result for {call_id!r:.60} has no matching tool_use in the message before "
                 "it (or answers it twice)",
+                tool_use_id=call_id,
+            )
+        if strict and other:
+            raise fail(
+                FORMAT,
+                index,
+                f"{where}: a tool_result must come before the other blocks of its message",
                 tool_use_id=call_id,
             )
         answered.add(call_id)
@@ -453,10 +495,23 @@ def _user(  # noqa: PLR0917 - one private call site
     if not answers:
         text, cost = blocks(pricer, index, content, "content")
         out.whole(TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost), index)
-        return set()
+        return set(), True
     price = partial(block_of, pricer, index)
     out.answers(pricer.framing, index, key, answers, content, "content", price)
-    return answered
+    return answered, other
+
+
+_NOT_IN_SYSTEM: Final = USES | THINKING | {"tool_result"} | set(_IN_MESSAGE_RESULTS)
+
+
+def _system_message(pricer: Pricer, index: int, content: object) -> tuple[str, int]:
+    """Render and price a ``system`` message's content: a string or text (and tool) blocks."""
+    if isinstance(content, list | tuple):
+        for position, value in enumerate(content):
+            kind = check_dict(FORMAT, index, value, f"content[{position}]").get("type")
+            if kind in _NOT_IN_SYSTEM:
+                raise fail(FORMAT, index, f"content[{position}]: a system message holds no {kind}")
+    return blocks(pricer, index, content, "content")
 
 
 def _assistant(

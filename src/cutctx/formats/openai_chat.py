@@ -75,6 +75,11 @@ _NAME_TOKENS: Final = 1
 
 _TOOL_ROLE: Final = "tool"
 
+_PAIRING_BLOCKS: Final = frozenset({"tool_use", "tool_result"})
+"""Anthropic's call and result blocks: in a Chat message they are another format's (Chat pairs
+calls and results through ``tool_calls`` and ``tool`` messages), never an unknown part to price
+as text, which would lose the pairing. Other unknown part types are priced as their JSON."""
+
 _ROLES: Final = {
     "system": Role.SYSTEM,
     "developer": Role.SYSTEM,
@@ -391,6 +396,15 @@ def _part(pricer: Pricer, index: int, value: object, where: str) -> tuple[str, i
         return "[audio]", AUDIO_TOKENS
     if kind == "file":
         return "[file]", FILE_TOKENS
+    if isinstance(kind, str) and kind in _PAIRING_BLOCKS:
+        raise fail(
+            FORMAT,
+            index,
+            f"{where} is an Anthropic {kind!r} block, not a Chat Completions part (text, "
+            "image_url, input_audio, file, refusal): Chat pairs a call and its result through "
+            "tool_calls and a tool message",
+            type=kind,
+        )
     if isinstance(kind, str):
         return f"[{kind}]", pricer.text(as_json(part))
     raise fail(FORMAT, index, f"{where} has no string type")

@@ -1,7 +1,8 @@
 """OpenAI Responses API input items to and from cutctx transcripts.
 
 One turn per item, with ids ``m0``, ``m1``, ... by position. ``message`` items map by role
-(``system`` and ``developer`` are untouchable ``SYSTEM`` turns). Items that must travel together
+(``system`` and ``developer`` are untouchable ``SYSTEM`` turns, as is an
+``additional_tools`` item). Items that must travel together
 share one ``tool_call_id`` (the turn id of the group's first item): a call and its output (by
 ``call_id``), a run of consecutive calls with all their outputs, an ``mcp_approval_request`` and
 its response, a ``reasoning`` item and the item it precedes, and every item sharing the
@@ -359,6 +360,9 @@ class _ResponsesReader(StreamReader[Message]):
             pinned = True
             content = text_field(FORMAT, index, item.get("encrypted_content"), "encrypted_content")
             text, cost = "[compaction]", pricer.text(content)
+        elif kind == "additional_tools":  # tools offered from here on: kept, like a system message
+            role = Role.SYSTEM
+            text, cost = as_text(pricer, kind, item)
         elif kind == "image_generation_call":
             text, cost = "[image_generation_call]", generated_image(index, item)
         else:  # hosted items and types cutctx does not know: priced whole, never edited

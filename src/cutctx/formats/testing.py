@@ -17,6 +17,10 @@ and ``recall`` rely on, over histories you give (valid ones, as your provider ac
   priced by ``price_summary``;
 - **masking and excerpts**: a masked or excerpted tool result renders its stub or excerpt, and
   the rendered request reads back (``to_transcript``) without an error;
+- **pairing**: every tool result (a ``TOOL`` turn) shares its ``tool_call_id`` with a turn
+  before it that is not a result (its call), and a request rendered from plans that drop the
+  oldest exchanges (stopping after each turn in turn) reads back without an error
+  (every kept call still answered, as the format's reader checks) and paired so;
 - **the caller's objects** are never changed.
 
 It raises ``FormatCheckFailed`` (an ``AssertionError``) listing every problem it found.
@@ -37,6 +41,7 @@ from baseaicore import ValidationError
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.values import Action, CompactionBudget, Role, Transcript
+from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.summarizing import SummarizingPolicy
 from cutctx.formats._common import summary_text
@@ -140,6 +145,8 @@ def _check_one(  # noqa: PLR0917 - one private call site
     _check_counted(fmt, transcript, kept.messages, system, estimator, "keeping all", problem)
     _check_summary(fmt, transcript, binding, system, estimator, problem)
     _check_masked(fmt, transcript, binding, system, estimator, problem)
+    _check_pairs(transcript, "as read", problem)
+    _check_dropped(fmt, transcript, binding, system, estimator, problem)
 
 
 def _check_chunks(
@@ -302,3 +309,61 @@ def _check_masked(  # noqa: PLR0917 - one private call site
         if action.action is Action.MASK and stub is not None and stub.content not in contents:
             problem(f"masked turn {action.turn_id!r} does not render its stub")
     _check_counted(fmt, done.transcript, rendered.messages, system, estimator, "masked", problem)
+
+
+_DROP_PLANS = 24  # the most plans that drop the oldest checked per history
+
+
+def _check_pairs(transcript: Transcript, what: str, problem: Callable[[str], None]) -> None:
+    """Every result (a ``TOOL`` turn) is in one exchange with a call before it."""
+    calls: set[str] = set()
+    for turn in transcript.turns:
+        key = turn.tool_call_id
+        if turn.role is not Role.TOOL:
+            if key is not None:
+                calls.add(key)
+            continue
+        if key is None or key not in calls:
+            problem(
+                f"{what}: tool result {turn.turn_id!r} shares no tool_call_id with a call before "
+                "it, so a plan may keep it without its call"
+            )
+
+
+def _check_dropped(  # noqa: PLR0917 - one private call site
+    fmt: Format[Any],
+    transcript: Transcript,
+    binding: Any,  # noqa: ANN401 - the format's binding
+    system: object,
+    estimator: TokenEstimator,
+    problem: Callable[[str], None],
+) -> None:
+    """Plans that drop the oldest exchanges render requests the format reads back, paired."""
+    # The budgets that stop dropping the oldest right after each turn: a plan that may keep a
+    # result without its call (or a call without its result) is among them.
+    low = _tight(transcript).max_tokens
+    budgets: list[int] = []
+    left = transcript.token_estimate()
+    for turn in transcript.turns:
+        if turn.pinned or turn.role is Role.SYSTEM:
+            continue
+        left -= turn.token_estimate
+        if left >= max(low, 1):
+            budgets.append(left)
+    if len(budgets) > _DROP_PLANS:
+        step = len(budgets) / _DROP_PLANS
+        budgets = [budgets[int(number * step)] for number in range(_DROP_PLANS)]
+    for budget in budgets:
+        plan = DropOldestPolicy().decide(transcript, CompactionBudget(budget, 0))
+        if not any(action.action is Action.DROP for action in plan.actions):
+            continue
+        done = CompactionExecutor().apply(transcript, plan)
+        rendered = fmt.render(done, binding)
+        what = f"dropped to {budget} tokens"
+        try:
+            again, _ = fmt.to_transcript(rendered.messages, estimator=estimator, system=system)
+        except ValidationError as error:
+            problem(f"{what}: the rendered request is refused reading it back ({error})")
+            return
+        _check_pairs(again, what, problem)
+        _check_counted(fmt, done.transcript, rendered.messages, system, estimator, what, problem)

@@ -10,10 +10,11 @@ the framework gives (Pydantic AI's ``conversation_id``) or by its history, and a
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Self, TypedDict, Unpack, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, Self, TypedDict, Unpack, cast
 
 from baseaicore import ValidationError
 
@@ -35,6 +36,8 @@ __all__ = [
     "Conversations",
     "HeldWindow",
     "Options",
+    "Recent",
+    "ShowsWindows",
     "WindowOptions",
     "report",
 ]
@@ -212,8 +215,14 @@ class Conversations:
     async def aprepare[M](
         self, history: list[M], system: object, key: Hashable | None = None
     ) -> list[M]:
-        """``prepare`` for an async framework: an async ``summarize`` is awaited."""
-        serial, entry = self._find(history, system, key)
+        """``prepare`` for an async framework: an async ``summarize`` is awaited.
+
+        Nothing CPU-bound runs on the event loop: finding the conversation (comparing
+        histories, pricing a new prompt) runs in a worker thread, over a snapshot of the
+        windows held taken on the loop, and the step is the window's ``aprepare``.
+        """
+        held = self._snapshot(key)
+        serial, entry = await asyncio.to_thread(self._found, held, history, system)
         request = await entry.window.aprepare(history)
         self._saw(serial, entry, history, key)
         return request
@@ -229,46 +238,37 @@ class Conversations:
         The latest conversation's window first, then the others: the original is found by its
         digest, whichever conversation it came from.
         """
-        answer = self.latest.recall(arguments)
-        if knows(answer):
-            return answer
-        for entry in reversed(self._entries.values()):
-            if entry.window is not self.latest:
-                other = entry.window.recall(arguments)
-                if knows(other):
-                    return other
-        return answer
+        return _recall(self.latest, self.windows, arguments)
 
     def _find(self, history: list[Any], system: object, key: Hashable | None) -> tuple[int, _Entry]:
+        return self._found(self._snapshot(key), history, system)
+
+    def _snapshot(self, key: Hashable | None) -> _Held:
+        """The entries a call may continue, as they are now: its key's, else all, latest first.
+
+        A snapshot: ``_found`` may run in a worker thread while the loop goes on.
+        """
         serial = self._keys.get(key) if key is not None else None
-        if serial is None:
-            serial = self._continued(history)
-        if serial is None:
-            serial = next(
-                (number for number, entry in self._entries.items() if entry.seen is None), None
+        if serial is not None:
+            return _Held(self._entries[serial], serial, ())
+        return _Held(None, None, tuple(reversed(self._entries.items())))
+
+    def _found(self, held: _Held, history: list[Any], system: object) -> tuple[int, _Entry]:
+        """Return the conversation's entry (a new one if none is continued), with ``system``."""
+        serial, entry = held.serial, held.keyed
+        if entry is None:
+            serial, entry = _continued(held.candidates, history)
+        if entry is None:
+            serial, entry = next(
+                ((number, old) for number, old in held.candidates if old.seen is None),
+                (None, None),
             )
-        if serial is None:
+        if entry is None or serial is None:
             made = self._options.new(None if system is UNCHANGED else system)
             return next(self._serial), _Entry(made, None)
-        entry = self._entries[serial]
         if system is not UNCHANGED:
             entry.window = self._options.with_system(entry.window, system)
         return serial, entry
-
-    def _continued(self, history: list[Any]) -> int | None:
-        """Return the entry whose last history ``history`` continues (the longest), if any."""
-        found, longest = None, -1
-        for serial, entry in reversed(self._entries.items()):
-            seen = entry.seen
-            if seen is None or len(seen) > len(history) or len(seen) <= longest:
-                continue
-            if seen and not (
-                _same(seen[0], history[0]) and _same(seen[-1], history[len(seen) - 1])
-            ):
-                continue  # another conversation, told apart at its ends before comparing it all
-            if list(itertools.islice(history, len(seen))) == seen:
-                found, longest = serial, len(seen)
-        return found
 
     def _saw(self, serial: int, entry: _Entry, history: list[Any], key: Hashable | None) -> None:
         entry.seen = list(history)
@@ -292,6 +292,91 @@ class Conversations:
                 del self._keys[name]
 
 
+class _Held:
+    """What ``Conversations._held`` saw: the entry a key names, or the candidates, latest first."""
+
+    __slots__ = ("candidates", "keyed", "serial")
+
+    def __init__(
+        self, keyed: _Entry | None, serial: int | None, candidates: tuple[tuple[int, _Entry], ...]
+    ) -> None:
+        self.keyed, self.serial, self.candidates = keyed, serial, candidates
+
+
+def _continued(
+    candidates: tuple[tuple[int, _Entry], ...], history: list[Any]
+) -> tuple[int | None, _Entry | None]:
+    """Return the entry whose last history ``history`` continues (the longest), if any."""
+    found: tuple[int | None, _Entry | None] = (None, None)
+    longest = -1
+    for serial, entry in candidates:
+        seen = entry.seen
+        if seen is None or len(seen) > len(history) or len(seen) <= longest:
+            continue
+        if seen and not (_same(seen[0], history[0]) and _same(seen[-1], history[len(seen) - 1])):
+            continue  # another conversation, told apart at its ends before comparing it all
+        if list(itertools.islice(history, len(seen))) == seen:
+            found, longest = (serial, entry), len(seen)
+    return found
+
+
+class Recent:
+    """The windows of the conversations an integration that keeps them elsewhere used last.
+
+    LangChain's middleware finds a thread's window in the thread's own state; this holds the
+    windows it made or restored, each with the state it wrote last (so the next call of that
+    thread reuses the window rather than restoring it), at most ``keep``, the least recently
+    used let go. ``latest`` is the window of the latest call.
+    """
+
+    __slots__ = ("_entries", "_keep", "latest")
+
+    def __init__(self, options: Options, keep: int = KEEP) -> None:
+        self._keep = keep
+        self._entries: OrderedDict[int, tuple[object, ContextWindow]] = OrderedDict()
+        self.latest = options.new(None)
+
+    @property
+    def windows(self) -> tuple[ContextWindow, ...]:
+        """The windows held, the least recently used first."""
+        return tuple(window for _, window in self._entries.values())
+
+    def find(self, state: object) -> ContextWindow | None:
+        """The window that wrote ``state`` (this very object) last, if it is held."""
+        for written, window in reversed(self._entries.values()):
+            if written is state:
+                return window
+        return None
+
+    def put(self, window: ContextWindow, state: object) -> None:
+        """Hold ``window`` as the latest, with the ``state`` it wrote."""
+        self._entries[id(window)] = (state, window)
+        self._entries.move_to_end(id(window))
+        self.latest = window
+        while len(self._entries) > self._keep:
+            self._entries.popitem(last=False)
+
+    def recall(self, arguments: object) -> str:
+        """Answer a ``cutctx_recall`` call from the windows held, the latest first."""
+        return _recall(self.latest, self.windows, arguments)
+
+
+def _recall(latest: ContextWindow, held: tuple[ContextWindow, ...], arguments: object) -> str:
+    """Answer from ``latest``, else from the most recent of ``held`` that knows the original.
+
+    Neither knowing it, the answer is ``latest``'s explanation.
+    """
+    answer = latest.recall(arguments)
+    if knows(answer):
+        return answer
+    for window in reversed(held):
+        if window is not latest:
+            other = window.recall(arguments)
+            if knows(other):
+                return other
+    return answer
+
+
 def report(window: ContextWindow, input_tokens: object) -> None:
     """Report a provider's input token count to ``window``, if the framework gave one.
 
@@ -305,41 +390,58 @@ def _same(old: object, new: object) -> bool:
     return old is new or old == new
 
 
-class HeldWindow:
-    """What an integration that serves conversations shows of them, and a state to continue one.
+class Held(Protocol):
+    """The windows an integration holds: ``Conversations`` or ``Recent``."""
 
-    The class it is mixed into sets ``_options`` and ``_conversations`` and takes
-    ``(max_tokens, **window_options)``. ``window``, ``stats``, ``last`` and ``state()`` are the
-    latest conversation's (the one of the latest model call).
+    @property
+    def latest(self) -> ContextWindow:
+        """The window of the latest model call."""
+        ...
+
+    @property
+    def windows(self) -> tuple[ContextWindow, ...]:
+        """The windows held, the least recently used first."""
+        ...
+
+    def recall(self, arguments: object) -> str:
+        """Answer a ``cutctx_recall`` call from the windows held."""
+        ...
+
+
+class ShowsWindows:
+    """What every integration shows of the conversations it serves (one surface for all).
+
+    The class it is mixed into sets ``_held``. ``window``, ``stats``, ``last`` and ``state()``
+    are the latest conversation's (the one of the latest model call); ``windows`` are all
+    the windows held.
     """
 
     __slots__ = ()
-    _options: Options
-    _conversations: Conversations
+    _held: Held
 
     @property
     def window(self) -> ContextWindow:
         """The latest conversation's window (its ``stats``, ``last`` compaction and ``system``)."""
-        return self._conversations.latest
+        return self._held.latest
 
     @property
     def stats(self) -> WindowStats:
         """The latest window's ``stats``: requests, compactions, resets, the stable prefix."""
-        return self._conversations.latest.stats
+        return self._held.latest.stats
 
     @property
     def last(self) -> CompactedMessages[Any] | None:
         """The latest window's latest compaction (its request, report and plan), if any."""
-        return self._conversations.latest.last
+        return self._held.latest.last
 
     @property
     def windows(self) -> tuple[ContextWindow, ...]:
         """The windows of the conversations held (at most ``conversations``), latest last."""
-        return self._conversations.windows
+        return self._held.windows
 
     def state(self) -> dict[str, Any]:
         """Return the latest window's ``state()``: JSON data, for ``from_state`` elsewhere."""
-        return self._conversations.latest.state()
+        return self._held.latest.state()
 
     def recall(self, arguments: object) -> str:
         """Answer a ``cutctx_recall`` call (its arguments, a mapping or JSON text) with a page.
@@ -347,7 +449,19 @@ class HeldWindow:
         The original is found by its digest in any conversation this object holds; a bad
         argument or an unknown digest gives back a one-line explanation.
         """
-        return self._conversations.recall(arguments)
+        return self._held.recall(arguments)
+
+
+class HeldWindow(ShowsWindows):
+    """``ShowsWindows`` for an integration that holds its conversations (``Conversations``).
+
+    The class it is mixed into sets ``_options`` and ``_held`` and takes
+    ``(max_tokens, **window_options)``; it adds ``from_state``.
+    """
+
+    __slots__ = ()
+    _options: Options
+    _held: Conversations
 
     @classmethod
     def from_state(
@@ -366,5 +480,5 @@ class HeldWindow:
         """
         made: Any = cast("Any", cls)(max_tokens, **window_options)  # the class mixed into
         options: Options = made._options
-        made._conversations.adopt(options.check(options.restore(state)))
+        made._held.adopt(options.check(options.restore(state)))
         return cast("Self", made)

@@ -23,6 +23,7 @@ Importing this module imports LangChain (``pip install "cutctx[langchain]"``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Annotated, Any, Final, NotRequired, Unpack
 
@@ -49,7 +50,14 @@ except ImportError as missing:  # the extra is not installed: say which one
 
 from cutctx._loop.recall import knows
 from cutctx.formats.langchain import LANGCHAIN
-from cutctx.integrations._options import KEEP, Options, WindowOptions, report
+from cutctx.integrations._options import (
+    KEEP,
+    Options,
+    Recent,
+    ShowsWindows,
+    WindowOptions,
+    report,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -80,7 +88,7 @@ class ContextWindowState(AgentState[Any]):
     cutctx_window: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
 
 
-class ContextWindowMiddleware(AgentMiddleware[ContextWindowState, Any, Any]):
+class ContextWindowMiddleware(ShowsWindows, AgentMiddleware[ContextWindowState, Any, Any]):
     """Compact what the model receives on every call of a LangChain agent.
 
     ``max_tokens`` and ``window_options`` are ``ContextWindow``'s (``compact_at``,
@@ -90,6 +98,8 @@ class ContextWindowMiddleware(AgentMiddleware[ContextWindowState, Any, Any]):
     lives in its own agent state, and the windows of the ``conversations`` states this process
     wrote last are reused without restoring them. A thread's state made with other options
     starts its window over with these. List it last of the middleware that wrap the model call.
+    ``window``, ``stats``, ``last`` and ``state()`` are the latest model call's thread's window's,
+    ``windows`` the windows held, as on every integration.
 
     Raises:
         ValidationError: for an option ``ContextWindow`` refuses (or ``system``/``format``); on
@@ -99,6 +109,7 @@ class ContextWindowMiddleware(AgentMiddleware[ContextWindowState, Any, Any]):
     """
 
     state_schema = ContextWindowState
+    _held: Recent
 
     def __init__(
         self,
@@ -109,9 +120,8 @@ class ContextWindowMiddleware(AgentMiddleware[ContextWindowState, Any, Any]):
     ) -> None:
         super().__init__()
         self._options = Options("ContextWindowMiddleware", LANGCHAIN, max_tokens, window_options)
-        self._keep = conversations
-        self._windows: dict[int, tuple[object, ContextWindow]] = {}
-        definition = self._options.new(None).recall_tool
+        self._held = Recent(self._options, conversations)
+        definition = self._held.latest.recall_tool
         self.tools: list[BaseTool] = [] if definition is None else [self._recall_tool(definition)]
 
     def wrap_model_call(
@@ -121,21 +131,31 @@ class ContextWindowMiddleware(AgentMiddleware[ContextWindowState, Any, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Send the window's request for ``request.messages``; record the window's state."""
         _innermost(handler)
-        window = self._window(request)
-        response = handler(request.override(messages=window.prepare(request.messages)))
-        return self._answer(window, response)
+        window = self._window(request, self._held.find(request.state.get(STATE_KEY)))
+        messages = window.prepare(request.messages)
+        self._held.latest = window
+        response = handler(request.override(messages=messages))
+        _report(window, response)
+        return self._answer(window, response, window.state())
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ExtendedModelResponse[Any]:
-        """``wrap_model_call`` for ``ainvoke``/``astream``: an async ``summarize`` is awaited."""
+        """``wrap_model_call`` for ``ainvoke``/``astream``: an async ``summarize`` is awaited.
+
+        Nothing CPU-bound runs on the event loop: a window is restored, and its state written,
+        in a worker thread, and the step is the window's ``aprepare``.
+        """
         _innermost(handler)
-        window = self._window(request)
+        held = self._held.find(request.state.get(STATE_KEY))  # on the loop: it reads _held
+        window = await asyncio.to_thread(self._window, request, held)
         messages = await window.aprepare(request.messages)
+        self._held.latest = window
         response = await handler(request.override(messages=messages))
-        return self._answer(window, response)
+        _report(window, response)
+        return self._answer(window, response, await asyncio.to_thread(window.state))
 
     def _recall_tool(self, definition: dict[str, Any]) -> BaseTool:
         """The ``cutctx_recall`` tool, answered from the thread's window (its state)."""
@@ -153,11 +173,9 @@ class ContextWindowMiddleware(AgentMiddleware[ContextWindowState, Any, Any]):
 
     def _recall(self, arguments: dict[str, object], state: Any) -> str:  # noqa: ANN401 - the graph's
         """Answer from the window that saw the original: this process's, else the thread's."""
-        answer: str | None = None
-        for _, window in reversed(self._windows.values()):
-            answer = window.recall(arguments)
-            if knows(answer):
-                return answer
+        answer = self._held.recall(arguments)
+        if knows(answer):
+            return answer
         saved = state.get(STATE_KEY) if isinstance(state, dict) else None
         messages = list(state.get("messages", ())) if isinstance(state, dict) else []
         if messages and isinstance(messages[-1], AIMessage):  # the call asking: not seen yet
@@ -166,16 +184,18 @@ class ContextWindowMiddleware(AgentMiddleware[ContextWindowState, Any, Any]):
         window.prepare(messages)
         return window.recall(arguments)
 
-    def _window(self, request: ModelRequest[Any]) -> ContextWindow:
-        """Return the conversation's window: the one this process left, restored, or new."""
+    def _window(self, request: ModelRequest[Any], held: ContextWindow | None) -> ContextWindow:
+        """Return the conversation's window, with the request's system prompt.
+
+        That is ``held`` (the one this process left), else one restored from the thread's
+        state, else a new one.
+        """
         system = _system(request.system_message)
         saved = request.state.get(STATE_KEY)
         if saved is None:
             return self._options.new(system)
-        held = self._windows.pop(id(saved), None)
-        if held is not None and held[0] is saved:
-            window = held[1]
-        else:  # another process wrote it (or this one, before a checkpoint reload)
+        window = held
+        if window is None:  # another process wrote it (or this one, before a checkpoint reload)
             window = self._restored(saved)
             if self._options.differences(window):  # made with other options: start over
                 return self._options.new(system)
@@ -185,17 +205,19 @@ class ContextWindowMiddleware(AgentMiddleware[ContextWindowState, Any, Any]):
         return self._options.restore(json.loads(saved) if isinstance(saved, str) else saved)
 
     def _answer(
-        self, window: ContextWindow, response: ModelResponse[Any]
+        self, window: ContextWindow, response: ModelResponse[Any], state: dict[str, Any]
     ) -> ExtendedModelResponse[Any]:
-        for message in response.result:  # the provider's count of the request just sent
-            if isinstance(message, AIMessage) and message.usage_metadata:
-                report(window, message.usage_metadata.get("input_tokens"))
-                break
-        state = window.state()
-        self._windows[id(state)] = (state, window)
-        while len(self._windows) > self._keep:
-            del self._windows[next(iter(self._windows))]
+        """Hold ``window`` with ``state`` (its state after the step) and write it to the thread."""
+        self._held.put(window, state)
         return ExtendedModelResponse(response, Command(update={STATE_KEY: state}))
+
+
+def _report(window: ContextWindow, response: ModelResponse[Any]) -> None:
+    """Report the reply's ``usage_metadata["input_tokens"]`` (the request sent) to ``window``."""
+    for message in response.result:
+        if isinstance(message, AIMessage) and message.usage_metadata:
+            report(window, message.usage_metadata.get("input_tokens"))
+            return
 
 
 def _innermost(handler: Callable[..., object]) -> None:

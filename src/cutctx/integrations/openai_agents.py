@@ -12,7 +12,9 @@ window's ``system``; instructions that change from call to call keep the window)
 serves many runs and conversations: each conversation's window is found by its history (the
 items it continues). With ``recall=True``, ``window.recall_tool`` is the ``cutctx_recall``
 function tool to add to the agent's tools. Passed as the run's hooks too (``hooks=window``), it
-reports each response's ``usage.input_tokens`` to the window, which calibrates to it.
+reports each response's ``usage.input_tokens`` to the window, which calibrates to it: the SDK
+hands a model input filter no usage, so without ``hooks=window`` the window cannot calibrate,
+and the filter says so with a ``UserWarning`` (once) at a run's second model call.
 Importing this module imports the Agents SDK (``pip install "cutctx[openai-agents]"``).
 
 .. versionadded:: 0.1.1
@@ -20,6 +22,7 @@ Importing this module imports the Agents SDK (``pip install "cutctx[openai-agent
 
 from __future__ import annotations
 
+import warnings
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, Unpack
 
@@ -54,12 +57,29 @@ if TYPE_CHECKING:
 
 __all__ = ["ContextWindowFilter"]
 
-_SENT: Final[ContextVar[tuple[object, ContextWindow] | None]] = ContextVar(
-    "cutctx_sent", default=None
+
+class _Sent:
+    """The filter and window of a run's latest model call, and whether its usage was heard."""
+
+    __slots__ = ("filter", "heard", "window")
+
+    def __init__(self, owner: ContextWindowFilter, window: ContextWindow) -> None:
+        self.filter, self.window, self.heard = owner, window, False
+
+
+_SENT: Final[ContextVar[_Sent | None]] = ContextVar("cutctx_sent", default=None)
+"""The run's latest model call: the filter runs in the run's own task, and the SDK calls
+``on_llm_end`` from it (in tasks that copy its context, hence a mutable record), so a run's
+report reaches its own window even when runs of other conversations are in flight, and the
+next call of the run knows whether the previous one was heard."""
+
+_UNHEARD: Final = (
+    "ContextWindowFilter cannot calibrate: the Agents SDK hands a model input filter no usage, "
+    "and this filter is not the run's hooks; pass it as both, Runner.run(agent, input, "
+    "run_config=RunConfig(call_model_input_filter=window), hooks=window), so that the "
+    "provider's input token count reaches the window"
 )
-"""The filter and the window of the run's latest model call: the filter runs in the run's own
-task, and the SDK calls ``on_llm_end`` from it, so a run's report reaches its own window even
-when runs of other conversations are in flight."""
+"""The warning a filter gives once when a run's model call was not reported to it."""
 
 
 class ContextWindowFilter(HeldWindow, RunHooks[Any]):
@@ -71,12 +91,15 @@ class ContextWindowFilter(HeldWindow, RunHooks[Any]):
     ``conversations`` is how many conversations' windows it holds (the most recent). Call it as
     the SDK does: ``await window(data)``. It is also the run hooks that report the provider's
     input tokens to the window: ``Runner.run(agent, items, run_config=RunConfig(
-    call_model_input_filter=window), hooks=window)``.
+    call_model_input_filter=window), hooks=window)``; without ``hooks=window`` it cannot
+    calibrate, and warns (``UserWarning``, once) at a run's second model call.
 
     Raises:
         ValidationError: for an option ``ContextWindow`` refuses (or ``system``/``format``).
 
     .. versionadded:: 0.1.1
+    .. versionchanged:: 0.1.1
+       Warns when it is not the run's hooks too (its window cannot calibrate then).
     """
 
     def __init__(
@@ -87,14 +110,24 @@ class ContextWindowFilter(HeldWindow, RunHooks[Any]):
         **window_options: Unpack[WindowOptions],
     ) -> None:
         self._options = Options("ContextWindowFilter", OPENAI_RESPONSES, max_tokens, window_options)
-        self._conversations = Conversations(self._options, conversations)
+        self._held = Conversations(self._options, conversations)
         self._tool: FunctionTool | None = None
+        self._warned = False
 
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
-        """Return ``data.model_data`` with its input items compacted, instructions unchanged."""
+        """Return ``data.model_data`` with its input items compacted, instructions unchanged.
+
+        Warns (``UserWarning``, once per filter) when the run's previous model call was not
+        reported to it: the filter is not the run's hooks, and the window cannot calibrate.
+        """
+        previous = _SENT.get()
+        unheard = previous is not None and previous.filter is self and not previous.heard
+        if unheard and not self._warned:
+            self._warned = True
+            warnings.warn(_UNHEARD, UserWarning, stacklevel=2)
         given = data.model_data
-        items = await self._conversations.aprepare(given.input, given.instructions)
-        _SENT.set((self, self._conversations.latest))
+        items = await self._held.aprepare(given.input, given.instructions)
+        _SENT.set(_Sent(self, self._held.latest))
         return ModelInputData(input=items, instructions=given.instructions)
 
     async def on_llm_end(
@@ -107,8 +140,9 @@ class ContextWindowFilter(HeldWindow, RunHooks[Any]):
         """
         del context, agent
         sent = _SENT.get()
-        if sent is not None and sent[0] is self:
-            report(sent[1], response.usage.input_tokens)
+        if sent is not None and sent.filter is self:
+            sent.heard = True
+            report(sent.window, response.usage.input_tokens)
 
     @property
     def recall_tool(self) -> FunctionTool:
@@ -120,7 +154,7 @@ class ContextWindowFilter(HeldWindow, RunHooks[Any]):
             ValidationError: when the filter was made without ``recall=True``.
         """
         if self._tool is None:
-            definition = self._conversations.latest.recall_tool
+            definition = self._held.latest.recall_tool
             if definition is None:
                 raise ValidationError(
                     "ContextWindowFilter.recall_tool: recall is off (ContextWindowFilter(..., "

@@ -80,7 +80,7 @@ class ContextWindowProcessor(HeldWindow, AbstractCapability[Any]):
         **window_options: Unpack[WindowOptions],
     ) -> None:
         self._options = Options("ContextWindowProcessor", PYDANTIC_AI, max_tokens, window_options)
-        self._conversations = Conversations(self._options, conversations)
+        self._held = Conversations(self._options, conversations)
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
@@ -89,7 +89,7 @@ class ContextWindowProcessor(HeldWindow, AbstractCapability[Any]):
         parameters = request_context.model_request_parameters
         instructions = [part.content for part in parameters.instruction_parts or ()]
         system = [{"type": "text", "text": text} for text in instructions] or None
-        request_context.messages = await self._conversations.aprepare(
+        request_context.messages = await self._held.aprepare(
             request_context.messages, system, ctx.conversation_id
         )
         return request_context
@@ -98,14 +98,14 @@ class ContextWindowProcessor(HeldWindow, AbstractCapability[Any]):
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
         """Report the provider's input tokens (``response.usage.input_tokens``) to the window."""
-        window = self._conversations.keyed(ctx.conversation_id)
+        window = self._held.keyed(ctx.conversation_id)
         if window is not None and not _guessed(request_context, response):
             report(window, response.usage.input_tokens)
         return response
 
     def get_toolset(self) -> FunctionToolset[Any] | None:
         """The ``cutctx_recall`` tool when ``recall=True`` (the agent registers it)."""
-        definition = self._conversations.latest.recall_tool
+        definition = self._held.latest.recall_tool
         if definition is None:
             return None
         function = definition["function"]
@@ -120,7 +120,7 @@ class ContextWindowProcessor(HeldWindow, AbstractCapability[Any]):
 
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """Return the window's request for ``messages`` (a history processor's signature)."""
-        return self._conversations.prepare(messages, UNCHANGED)
+        return self._held.prepare(messages, UNCHANGED)
 
 
 def _guessed(request_context: ModelRequestContext, response: ModelResponse) -> bool:

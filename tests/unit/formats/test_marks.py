@@ -50,8 +50,8 @@ ANTHROPIC: list[dict[str, Any]] = [
         "priority": 1,
         "content": [
             {"type": "tool_result", "tool_use_id": "t2", "content": "noon"},
-            {"type": "text", "text": "Hurry."},
             {"type": "tool_result", "tool_use_id": "t1", "content": "sunny"},
+            {"type": "text", "text": "Hurry."},
         ],
     },
 ]
@@ -107,8 +107,8 @@ class TestMessageMarks:
             ("m0", Role.USER, False, "2", None),
             ("m1", Role.ASSISTANT, False, None, None),
             ("m2", Role.TOOL, True, "1", "clock"),
-            ("m2.2", Role.TOOL, True, "1", "weather"),
-            ("m2.1", Role.USER, True, "1", None),
+            ("m2.1", Role.TOOL, True, "1", "weather"),
+            ("m2.2", Role.USER, True, "1", None),
         ]
 
     @pytest.mark.parametrize(

@@ -290,6 +290,16 @@ BAD: list[tuple[Any, int | None, str]] = [
     ([{"role": "assistant", "tool_calls": [{"id": "c", "function": "f"}]}], 0, "must be an object"),
     ([{"role": "user", "content": 7}], 0, "content must be a string or a list"),
     ([{"role": "user", "content": [{"text": "no type"}]}], 0, "no string type"),
+    (
+        [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f"}]}],
+        0,
+        r"content\[0\] is an Anthropic 'tool_use' block",
+    ),
+    (
+        [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}],
+        0,
+        r"content\[0\] is an Anthropic 'tool_result' block",
+    ),
     ([{"role": "user", "content": [{"type": "text", "text": 1}]}], 0, "text must be a string"),
     (
         [{"role": "user", "content": [{"type": "image_url", "image_url": "u"}]}],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -18,7 +19,10 @@ from cutctx import (
 )
 from cutctx.formats import openai_responses
 from cutctx.formats._common import SUMMARY_LABEL
+from cutctx.formats.testing import check_format
+from tests import provider_sessions as ps
 from tests.format_validators import png, responses_problems
+from tests.property.test_formats import CL100K
 from tests.unit.formats.helpers import WORDS, stub
 
 SUNNY, RAIN = "sunny " * 50, "rain " * 50
@@ -393,3 +397,131 @@ class TestProviderRules:
         assert openai_responses.count_tokens(orphan, estimator=WORDS) == 2 * COSTS[5]
         twice = [ITEMS[3], ITEMS[3]]
         assert openai_responses.count_tokens(twice, estimator=WORDS) == 2 * COSTS[3]
+
+
+def _codex_steps(steps: int) -> list[list[dict[str, Any]]]:
+    """A Codex CLI session as its requests carry it: developer messages, an ``additional_tools``
+    item, reasoning with ``encrypted_content``, ``custom_tool_call`` items answered by their
+    outputs (a string, or ``input_text`` parts), function calls and local shell calls."""
+    tools = [{"type": "custom", "name": "apply_patch", "description": "Edit files."}]
+    out: list[list[dict[str, Any]]] = [
+        [
+            {"type": "message", "role": "developer", "content": "Sandbox: workspace-write."},
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Fix CI."}],
+            },
+            {"type": "additional_tools", "role": "developer", "tools": tools},
+        ]
+    ]
+    for step in range(steps):
+        body = f"line {step} of the build log\n" * (40 + 37 * (step % 7))
+        reasoning: dict[str, Any] = {
+            "type": "reasoning",
+            "id": f"rs_{step}",
+            "summary": [{"type": "summary_text", "text": f"Step {step}."}],
+            "encrypted_content": "gAAAAB" + "x" * 40,
+        }
+        call_id = f"call_{step}"
+        call: dict[str, Any]
+        answer: dict[str, Any]
+        if step % 3 == 0:
+            call = {
+                "type": "custom_tool_call",
+                "call_id": call_id,
+                "name": "apply_patch",
+                "input": f"*** Begin Patch\n*** Update File: f{step}.py\n*** End Patch",
+                "id": f"ctc_{step}",
+                "status": "completed",
+            }
+            output: object = body if step % 2 else [{"type": "input_text", "text": body}]
+            answer = {"type": "custom_tool_call_output", "call_id": call_id, "output": output}
+        elif step % 3 == 1:
+            call = {
+                "type": "function_call",
+                "call_id": call_id,
+                "name": "shell",
+                "arguments": '{"command": ["pytest", "-q"]}',
+            }
+            answer = {"type": "function_call_output", "call_id": call_id, "output": body}
+        else:
+            action = {"type": "exec", "command": ["ls"], "env": {}}
+            call = {
+                "type": "local_shell_call",
+                "call_id": call_id,
+                "id": f"lsh_{step}",
+                "action": action,
+                "status": "completed",
+            }
+            answer = {"type": "local_shell_call_output", "id": call_id, "output": body}
+        chunk: list[dict[str, Any]] = [reasoning, call, answer]
+        if step % 10 == 9:
+            chunk.append({"type": "message", "role": "assistant", "content": f"Done {step}."})
+            chunk.append({"type": "message", "role": "developer", "content": "Keep going."})
+            chunk.append({"type": "message", "role": "user", "content": "Go on."})
+        out.append(chunk)
+    return out
+
+
+class TestCodexRequests:
+    def test_additional_tools_is_an_untouchable_turn_priced_as_its_json(self) -> None:
+        item = _codex_steps(0)[0][2]
+        transcript, _ = openai_responses.to_transcript(_codex_steps(0)[0], estimator=WORDS)
+        turn = transcript.turns[2]
+        assert (turn.role, turn.tool_call_id) == (Role.SYSTEM, None)
+        body = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+        assert turn.token_estimate == 3 + len(body.split())
+
+    def test_additional_tools_is_never_dropped(self) -> None:
+        history = [item for chunk in _codex_steps(12) for item in chunk]
+        done = compact_messages(
+            history, max_tokens=2_500, format="openai_responses", protected_recent_turns=3
+        )
+        assert done.report.dropped_turn_ids
+        assert history[2] in done.messages
+        before = done.messages[: done.messages.index(history[2])]
+        assert all(any(item is kept for kept in history[:2]) for item in before)  # where it stood
+
+    def test_a_custom_tool_call_output_is_masked_and_excerpted_never_apart_from_its_call(
+        self,
+    ) -> None:
+        history = [item for chunk in _codex_steps(4) for item in chunk]
+        masked = compact_messages(
+            history,
+            max_tokens=2_000,
+            format="openai_responses",
+            policy=ObservationMaskingPolicy(1),
+            protected_recent_turns=1,
+        )
+        custom = next(i for i in masked.messages if i.get("type") == "custom_tool_call_output")
+        assert custom["output"][0]["text"].startswith("[tool result masked by cutctx]")
+        assert responses_problems(masked.messages, history) == []
+        excerpted = compact_messages(
+            history, max_tokens=10_000, format="openai_responses", max_result_tokens=60
+        )
+        outputs = [i for i in excerpted.messages if i.get("type") == "custom_tool_call_output"]
+        assert outputs
+        assert all("lines left out" in json.dumps(i["output"]) for i in outputs)
+        assert responses_problems(excerpted.messages, history) == []
+
+    def test_a_codex_loop_of_150_steps_is_valid_within_budget_and_keeps_the_tools(self) -> None:
+        steps = _codex_steps(150)
+        figures = ps.run_window(
+            openai_responses.OPENAI_RESPONSES,
+            steps,
+            max_tokens=6_000,
+            estimator=CL100K,
+            problems=responses_problems,
+            count=lambda items: openai_responses.count_tokens(items, estimator=CL100K),
+            restore_at=75,
+        )
+        assert figures.requests == len(steps)
+        assert (figures.invalid, figures.over, figures.missing_task) == (0, 0, 0)
+        assert figures.compactions > 3
+        assert figures.restored_same
+
+
+def test_the_conformance_kit_passes_a_codex_history() -> None:
+    history = [item for chunk in _codex_steps(9) for item in chunk]
+    check_format(openai_responses.OPENAI_RESPONSES, [history], system="Be brief.", estimator=CL100K)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cutctx import Role
 from cutctx.formats import (
     ANTHROPIC,
     BEDROCK_CONVERSE,
@@ -78,6 +79,41 @@ class Forgetful(_ChatType):  # type: ignore[misc]
         return _ForgetfulReader(super().reader(**options))
 
 
+class _UnpairingReader(Reader[Any]):
+    """Reads as the Chat reader does, but forgets which call each tool result answers."""
+
+    def __init__(self, inner: Reader[Any]) -> None:
+        self.inner = inner
+
+    def read(self, messages: Any, *, final: bool = False) -> Any:
+        read = self.inner.read(messages, final=final)
+        turns = tuple(
+            dataclasses.replace(turn, tool_call_id=None) if turn.role is Role.TOOL else turn
+            for turn in read.turns
+        )
+        parts = {
+            turn.turn_id: dataclasses.replace(read.parts[turn.turn_id], turn=turn) for turn in turns
+        }
+        return read._replace(turns=turns, parts=parts)
+
+    def getstate(self) -> dict[str, Any]:
+        return self.inner.getstate()
+
+    def setstate(self, state: dict[str, Any]) -> None:
+        self.inner.setstate(state)
+
+    def reset(self) -> None:
+        self.inner.reset()
+
+
+class Unpaired(_ChatType):  # type: ignore[misc]
+    """Its reader drops the link between a call and its result: plans keep one without the
+    other, and the requests rendered from them are ones the provider refuses."""
+
+    def reader(self, **options: Any) -> Reader[Any]:
+        return _UnpairingReader(super().reader(**options))
+
+
 class Cheap(_ChatType):  # type: ignore[misc]
     """Prices every turn at one token."""
 
@@ -129,6 +165,7 @@ class TestCheckFormat:
             (OPENAI_CHAT, fs.chat_conversations(), "Be brief."),
             (OPENAI_RESPONSES, fs.responses_conversations(), "Be brief."),
             (ANTHROPIC, fs.anthropic_conversations(), [{"type": "text", "text": "Be brief."}]),
+            (ANTHROPIC, fs.anthropic_runs(), "Be brief."),
             (LANGCHAIN, frs.langchain_conversations(), "Be brief."),
             (PYDANTIC_AI, frs.pydantic_ai_conversations(), "Be brief."),
             (GEMINI, gemini_strategies.gemini_histories(), "Be brief."),
@@ -155,6 +192,8 @@ class TestCheckFormat:
             (Meddling(), "the caller's messages were changed"),
             (Unlabelled(), "summary_text"),
             (Sentinel(), "index None"),
+            (Unpaired(), "shares no tool_call_id with a call"),
+            (Unpaired(), "the rendered request is refused reading it back"),
         ],
     )
     def test_a_broken_format_fails_naming_what_is_wrong(

@@ -257,7 +257,7 @@ class TestContextWindowMiddleware:
         graph = agent(ScriptedChatModel(steps=1), middleware)
         for thread in range(40):
             graph.invoke({"messages": [HumanMessage(TASK)]}, config(str(thread)))
-        assert len(middleware._windows) == 32  # the cache keeps the 32 latest
+        assert len(middleware.windows) == 32  # the cache keeps the 32 latest
 
     def test_system_and_format_are_taken_from_the_request_not_as_options(self) -> None:
         for name in ("system", "format"):
@@ -475,3 +475,38 @@ class TestContextWindowMiddlewareUsage:
         assert max(hidden_count(count_tokens(request)) for request in model.requests) > (
             MAX_TOKENS // 2
         )
+
+
+class TestContextWindowMiddlewareSurface:
+    def test_it_shows_the_latest_threads_window_as_a_window_fed_the_same_histories(self) -> None:
+        model = ScriptedChatModel(steps=12)
+        middleware = ContextWindowMiddleware(2_000, keep_first=1)
+        graph = agent(model, middleware)
+        graph.invoke({"messages": [HumanMessage(TASK)]}, config())
+        stored = graph.get_state(config()).values
+        alone: Callable[..., ContextWindow] = ContextWindow
+        plain = alone(LANGCHAIN, max_tokens=2_000, keep_first=1, system=SYSTEM)
+        for call in range(len(model.requests)):  # call k saw the task and k exchanges
+            plain.prepare(stored["messages"][: 2 * call + 1])
+        assert plain.stats.compactions > 0
+        assert middleware.stats == plain.stats
+        assert middleware.state() == plain.state() == stored[STATE_KEY]
+        assert middleware.last is not None
+        assert plain.last is not None
+        assert middleware.last.report == plain.last.report
+        assert middleware.window.stats is middleware.stats
+        assert middleware.windows == (middleware.window,)
+
+    def test_windows_holds_each_threads_window_and_window_is_the_latest_calls(self) -> None:
+        middleware = ContextWindowMiddleware(MAX_TOKENS, keep_first=1)
+        graph = agent(ScriptedChatModel(steps=3), middleware)
+        graph.invoke({"messages": [HumanMessage(TASK)]}, config("a"))
+        first = middleware.window
+        graph.invoke({"messages": [HumanMessage(TASK)]}, config("b"))
+        assert middleware.windows == (first, middleware.window)
+        assert middleware.window is not first
+        assert middleware.state() == graph.get_state(config("b")).values[STATE_KEY]
+        graph.invoke({"messages": [HumanMessage("Again.")]}, config("a"))
+        assert middleware.windows[-1] is middleware.window
+        assert middleware.stats.requests == 4 + 4  # thread a's window, continued
+        assert middleware.state() == graph.get_state(config("a")).values[STATE_KEY]

@@ -6,6 +6,8 @@ import asyncio
 import functools
 import itertools
 import json
+import re
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -81,7 +83,7 @@ def turn(
     """One run of the agent over ``items``; return the items it leaves (the conversation)."""
     agent = Agent(name="coder", instructions=SYSTEM, model=scripted, tools=[sh])
     settings = RunConfig(call_model_input_filter=window, tracing_disabled=True)
-    result = Runner.run_sync(agent, items, run_config=settings, max_turns=STEPS + 10)
+    result = Runner.run_sync(agent, items, run_config=settings, hooks=window, max_turns=STEPS + 10)
     assert result.final_output == ANSWER
     return [dict(item) for item in result.to_input_list()]
 
@@ -190,7 +192,7 @@ async def one_run(
 ) -> list[dict[str, Any]]:
     agent = Agent(name="coder", instructions=SYSTEM, model=scripted, tools=[sh, *tools.values()])
     settings = RunConfig(call_model_input_filter=window, tracing_disabled=True)
-    result = await Runner.run(agent, items, run_config=settings, max_turns=20)
+    result = await Runner.run(agent, items, run_config=settings, hooks=window, max_turns=20)
     return [dict(item) for item in result.to_input_list()]
 
 
@@ -275,7 +277,7 @@ class TestContextWindowFilterRecall:
             name="coder", instructions=SYSTEM, model=scripted, tools=[dump, window.recall_tool]
         )
         settings = RunConfig(call_model_input_filter=window, tracing_disabled=True)
-        result = Runner.run_sync(agent, task(), run_config=settings, max_turns=10)
+        result = Runner.run_sync(agent, task(), run_config=settings, hooks=window, max_turns=10)
         items = [dict(item) for item in result.to_input_list()]
         page = str(
             [item for item in items if item.get("type") == "function_call_output"][-1]["output"]
@@ -322,7 +324,7 @@ def prompt_run(*, changing: bool) -> tuple[ScriptedModel, ContextWindowFilter]:
     )
     agent = Agent(name="coder", instructions=instructions, model=scripted, tools=[sh])
     settings = RunConfig(call_model_input_filter=window, tracing_disabled=True)
-    Runner.run_sync(agent, task(), run_config=settings, max_turns=CHANGING_CALLS + 5)
+    Runner.run_sync(agent, task(), run_config=settings, hooks=window, max_turns=CHANGING_CALLS + 5)
     return scripted, window
 
 
@@ -392,3 +394,29 @@ class TestContextWindowFilterUsage:
         assert len(counts) == USAGE_CALLS
         assert max(counts[1:]) <= MAX_TOKENS
         assert max(counts) > MAX_TOKENS // 2  # not uselessly cautious either
+
+    def test_without_hooks_it_warns_once_that_it_cannot_calibrate(self) -> None:
+        window = ContextWindowFilter(MAX_TOKENS, keep_first=1)
+        scripted = ScriptedModel([ModelStep.respond(reporting(5)) for _ in range(12)])
+        agent = Agent(name="coder", instructions=SYSTEM, model=scripted, tools=[sh])
+        settings = RunConfig(call_model_input_filter=window, tracing_disabled=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                Runner.run_sync(agent, task(), run_config=settings, max_turns=10)
+        said = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+        assert len(said) == 1
+        assert re.search(r"cannot calibrate.*hooks=window", said[0])
+        assert len(scripted.calls) == 12
+        assert window.state()["calibration"]["reports"] == []  # nothing reached the window
+
+    def test_as_the_run_hooks_it_never_warns(self) -> None:
+        window = ContextWindowFilter(MAX_TOKENS, keep_first=1)
+        scripted = ScriptedModel([ModelStep.respond(reporting(5)) for _ in range(6)])
+        agent = Agent(name="coder", instructions=SYSTEM, model=scripted, tools=[sh])
+        settings = RunConfig(call_model_input_filter=window, tracing_disabled=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            Runner.run_sync(agent, task(), run_config=settings, hooks=window, max_turns=10)
+        assert len(scripted.calls) == 6
+        assert len(window.state()["calibration"]["reports"]) > 0

@@ -11,7 +11,7 @@ import pytest
 from baseaicore import ValidationError, sha256_of
 
 from cutctx.formats import OPENAI_CHAT
-from cutctx.integrations._options import UNCHANGED, Conversations, Options, WindowOptions
+from cutctx.integrations._options import UNCHANGED, Conversations, Options, Recent, WindowOptions
 
 SYSTEM = "You are a coding agent."
 
@@ -113,3 +113,34 @@ class TestOptions:
         assert window.system == "Another."
         window.prepare(history("A", 2))
         assert (window.stats.requests, window.stats.resets) == (2, 0)
+
+
+class TestRecent:
+    def test_recall_finds_the_original_in_an_older_window_held(self) -> None:
+        made = options(recall=True)
+        held = Recent(made, keep=2)
+        for task in ("A", "B", "C"):
+            window = made.new(SYSTEM)
+            window.prepare(history(task, 1, size=400))
+            held.put(window, window.state())
+        assert len(held.windows) == 2  # A's window was let go
+        latest = "".join(f"C row {n}\n" for n in range(400))
+        assert held.recall({"sha256": sha256_of(latest)}).startswith("C row 0\n")
+        original = "".join(f"B row {n}\n" for n in range(400))
+        assert held.recall({"sha256": sha256_of(original)}).startswith("B row 0\n")
+        gone = "".join(f"A row {n}\n" for n in range(400))
+        assert held.recall({"sha256": sha256_of(gone)}).startswith("[cutctx_recall: no tool")
+
+    def test_a_window_is_found_by_the_very_state_it_wrote_last(self) -> None:
+        made = options()
+        held = Recent(made)
+        window = made.new(SYSTEM)
+        first = window.state()
+        held.put(window, first)
+        assert held.find(first) is window
+        assert held.find(dict(first)) is None  # an equal copy: a checkpoint read back
+        second = window.state()
+        held.put(window, second)
+        assert held.find(first) is None
+        assert held.windows == (window,)
+        assert held.latest is window
