@@ -149,6 +149,12 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     )
     stats.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     stats.set_defaults(run=_stats)
+    commands.add_parser(  # listed here; its own parser reads its arguments (_proxy)
+        "proxy",
+        add_help=False,
+        help="serve an HTTP proxy that keeps an agent's requests within a budget "
+        "(the cutctx[proxy] extra; cutctx proxy --help)",
+    )
     return parser, {"plan": plan, "compact": compact, "verify": verify, "stats": stats}
 
 
@@ -175,6 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["proxy"]:
+        return _proxy(words[1:])
     try:
         arguments = _arguments(argv)
         names = expand(arguments.files)
@@ -205,6 +214,19 @@ def _main(argv: Sequence[str] | None) -> int:
             code = _fail(f"{name}: internal error, please report it: {error!r:.200}", BAD_INPUT)
         worst = max(worst, code)
     return worst
+
+
+def _proxy(argv: list[str]) -> int:
+    """Run ``cutctx proxy``: its server and client are imported only now, from the extra."""
+    try:
+        from cutctx._proxy.cli import main as proxy  # noqa: PLC0415 - the extra, when it runs
+    except ImportError as error:
+        return _fail(
+            f"cutctx proxy needs the proxy extra ({error.name} is missing): from a checkout, "
+            'pip install ".[proxy]"',
+            BAD_INPUT,
+        )
+    return proxy(argv)
 
 
 def _settings(arguments: argparse.Namespace) -> Settings:
