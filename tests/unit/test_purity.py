@@ -39,9 +39,10 @@ format registry, ``cutctx.formats._registry``, may import ``importlib.metadata``
 finding the formats installed packages declare as entry points reads their metadata files, and
 it does so only for a format name that is not a built-in one.
 
-Exempt: the command line, ``cutctx._cli`` and ``cutctx.__main__``. It reads and writes files and
-standard streams by design, and it is an edge over the library, not part of it: the library never
-imports it, which the last test below checks on the same import graph.
+Exempt: the command line, ``cutctx._cli`` and ``cutctx.__main__``, and the proxy, ``cutctx._proxy``.
+They read and write files, standard streams and sockets by design, and they are edges over the
+library, not part of it: the library never imports them, which the last test below checks on the
+same import graph.
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ FRAMEWORKS = {
     "cutctx._loop.offload": frozenset({"asyncio", "contextlib", "contextvars"}),
     "cutctx._core.estimators": frozenset({"tiktoken"}),  # a tokenizer named by the caller
 }
-COMMAND_LINE = ("cutctx._cli", "cutctx.__main__")
+# The proxy is an edge too: a server over the public API (sockets, a store, a clock, logging).
+COMMAND_LINE = ("cutctx._cli", "cutctx.__main__", "cutctx._proxy")
 # The format registry reads installed packages' entry points (their metadata files): the one
 # place the library looks at the world, only for a format name that is none of its own.
 REGISTRY = {"cutctx.formats._registry": frozenset({"importlib.metadata"})}
