@@ -22,6 +22,8 @@ from cutctx import (
     CompactionBudget,
     ContextWindow,
     DropOldestPolicy,
+    default_messages_policy,
+    TextEstimator,
     TokenizerEstimator,
     Transcript,
 )
@@ -243,14 +245,21 @@ class TestWindowState:
         """A state written by an earlier release (tests/states/version3.json and version4.json,
         made by ``state()`` at that release: version 3 with one id per dropped turn and per
         summary member, version 4 with its prices, costs and digests as JSON lists) restores and
-        sends the requests the uninterrupted window sends."""
+        sends the requests the uninterrupted window of that release sends (its messages default
+        was version 2)."""
         recorded = json.loads(STATES.joinpath(f"version{version}.json").read_text())[saved]
         state, steps = recorded["state"], recorded["steps"]
         assert state["cutctx_window"] == version
         assert state["decisions"][saved]
         assert isinstance(state["prices"], list)
         kwargs: dict[str, Any] = {"summarize": summarize} if saved == "groups" else {}
-        live = ContextWindow("openai_chat", **SETTINGS, **kwargs)
+        policy = default_messages_policy(
+            estimator=TextEstimator(),
+            summarize=saved == "groups",
+            summary_input_tokens=SETTINGS["max_tokens"] // 2 if saved == "groups" else None,
+            version=2,
+        )
+        live = ContextWindow("openai_chat", **SETTINGS, **kwargs, policy=policy)
         history = list(session("openai_chat", steps + 8))
         for step in history[:steps]:
             live.prepare(step)
