@@ -105,7 +105,7 @@ class Trajectory:
 def _calls(value: object) -> list[Message] | None:
     if not value:
         return None
-    calls = ast.literal_eval(value) if isinstance(value, str) else value
+    calls: list[Message] = ast.literal_eval(value) if isinstance(value, str) else value  # type: ignore[assignment]
     return [
         {
             "id": call["id"],
@@ -128,8 +128,8 @@ def clean(message: Message) -> Message:
     if message["role"] == "tool":
         call_id = message.get("tool_call_id")
         if call_id is None:
-            ids = message.get("tool_call_ids")
-            ids = ast.literal_eval(ids) if isinstance(ids, str) else ids
+            said = message["tool_call_ids"]
+            ids: list[str] = ast.literal_eval(said) if isinstance(said, str) else said
             call_id = ids[0]
         out["tool_call_id"] = call_id
         if message.get("name") is not None:
@@ -285,7 +285,7 @@ def citations(trajectory: Trajectory) -> dict[int, list[tuple[str, str]]]:
             for line in str(messages[index]["content"]).split("\n"):
                 if line not in pairs and word in set(WORD.findall(line)):
                     pairs[line] = word
-        cited[end] = [(line, word) for line, word in pairs.items()]
+        cited[end] = list(pairs.items())
     return cited
 
 
@@ -343,7 +343,7 @@ class Tally:
         }
 
 
-def replay(
+def replay(  # noqa: PLR0917 - one replay's inputs, as run_set names them
     trajectory: Trajectory,
     limit: int,
     loop: str,
@@ -462,11 +462,11 @@ def targets(rows: dict[str, dict[str, dict[str, float]]]) -> Iterator[tuple[str,
         for share in sorted({key.split()[0] for key in set_rows}):
             window, trimmed = set_rows[f"{share} window"], set_rows[f"{share} trim"]
             where = f"{name} {share}"
-            yield (
+            said = (
                 f"{where}: prefix-hit {window['prefix_hit']:.1f} >= trim's "
-                f"{trimmed['prefix_hit']:.1f} + {TARGET_PREFIX:.0f}",
-                window["prefix_hit"] >= trimmed["prefix_hit"] + TARGET_PREFIX,
+                f"{trimmed['prefix_hit']:.1f} + {TARGET_PREFIX:.0f}"
             )
+            yield said, window["prefix_hit"] >= trimmed["prefix_hit"] + TARGET_PREFIX
             yield (
                 f"{where}: cited {window['cited']:.1f} >= trim's {trimmed['cited']:.1f} - 1",
                 window["cited"] >= trimmed["cited"] + TARGET_CITED,

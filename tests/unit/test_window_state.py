@@ -22,10 +22,10 @@ from cutctx import (
     CompactionBudget,
     ContextWindow,
     DropOldestPolicy,
-    default_messages_policy,
     TextEstimator,
     TokenizerEstimator,
     Transcript,
+    default_messages_policy,
 )
 from cutctx._loop.codec import seal
 from cutctx._loop.packed import pack, unpack

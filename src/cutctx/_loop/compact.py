@@ -420,14 +420,15 @@ def default_messages_policy(
     keep_recent_results), ObservationMaskingPolicy(0), DropOldestPolicy()])``: the old results
     are masked first (all but the last ``keep_recent_results``), then the recent ones too, before
     any exchange is dropped — which is why ``observation_masking`` appears twice in its name.
-    ``version=2`` (``ContextWindow``'s until version 3): stubs pay for their place — the exchanges already
-    masked are dropped, oldest first (``StubDroppingPolicy``), before a fresher result is masked:
-    first, or with ``summarize`` after the summaries (a summary is not given up for a stub);
-    and the large old results are masked before the rest (``LargeResultMaskingPolicy``: each
-    result of at least 1/32 of the budget outside its newest half, oldest first); the rest as
-    version 1. With ``recall_index`` (the window's when recall is on) the stubbed exchanges are
-    folded into recall indexes instead of dropped: summary turns the library writes itself (no
-    model call), naming each dropped result's digest for ``cutctx_recall``.
+    ``version=2`` (``ContextWindow``'s before version 3): stubs pay for their place — the
+    exchanges already masked are dropped, oldest first (``StubDroppingPolicy``), before a
+    fresher result is masked: first, or with ``summarize`` after the summaries (a summary is not
+    given up for a stub); and the large old results are masked before the rest
+    (``LargeResultMaskingPolicy``: each result of at least 1/32 of the budget outside its newest
+    half, oldest first); the rest as version 1. With ``recall_index`` (the window's when recall
+    is on) the stubbed exchanges are folded into recall indexes instead of dropped: summary
+    turns the library writes itself (no model call), naming each dropped result's digest for
+    ``cutctx_recall``.
     With ``summarize``, summaries (``SummarizingPolicy``, or ``BoundedSummarizingPolicy`` when
     ``summary_input_tokens`` bounds their input; requests named ``SUMMARY_PROMPT_ID``) come
     after the old results are masked and before the floor is. The masking members price stubs

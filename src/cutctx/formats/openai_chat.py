@@ -258,7 +258,9 @@ class _ChatReader(StreamReader[Message]):
                     state["pending"], state["opener"], state["key"] = names, index, turn_id
                     call_key = turn_id
             text = joined(texts)
-        turn = TranscriptTurn(turn_id, kind, text, pricer.framing + cost, call_key, False, metadata)
+        turn = TranscriptTurn(
+            turn_id, kind, text, pricer.framing + cost, call_key, metadata=metadata
+        )
         out.add(turn, Part(turn, index, None, maskable=kind is Role.TOOL, siblings=1))
 
     def finish(self, state: ReaderState) -> None:
