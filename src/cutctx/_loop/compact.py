@@ -414,8 +414,8 @@ def default_messages_policy(
 
     ``version=3`` (``ContextWindow``'s): version 2's chain as a ``FloorChain`` (version
     ``1.1.0``), which decides the same; a window planning with it cuts a small window (its
-    untouchable turns alone over ``compact_to``) by dropping the oldest exchanges alone, down to
-    the fixed turns and ``compact_to``'s share of the room beside them (docs/agent-loop.md).
+    untouchable turns alone over ``compact_to``) once the request passes ``max_tokens``, down
+    to the fixed turns and ``compact_to``'s share of the room beside them (docs/agent-loop.md).
     ``version=1`` (``compact_messages``' and the CLI's): ``PolicyChain([ObservationMaskingPolicy(
     keep_recent_results), ObservationMaskingPolicy(0), DropOldestPolicy()])``: the old results
     are masked first (all but the last ``keep_recent_results``), then the recent ones too, before

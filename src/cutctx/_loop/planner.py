@@ -105,11 +105,8 @@ class Planner:
     def __init__(self, fmt: Format[Any], settings: Settings, policy: CompactionPolicy) -> None:
         self._format, self._settings = fmt, settings
         self._default, self._stages = policy, stages_of(policy)
-        # A small window's cut: the drop-oldest member alone (no stubs), with the window's
-        # default chain (version 3); other policies, and summaries, plan every cut themselves.
-        self._floor = (
-            policy.floor if isinstance(policy, FloorChain) and settings.summarize is None else None
-        )
+        # How a small window is cut: as the window's default chain of version 3 says.
+        self._floor = isinstance(policy, FloorChain)
         # Under compact_at, a new summary still needs room for its label and its text's
         # overrun of the target: what a summary of nothing costs, twice.
         self._headroom = (
@@ -158,18 +155,15 @@ class Planner:
         stages = self._stages if policy is self._default else (policy,)
         untouchable = shape.untouchable_tokens
         top = max(settings.max_tokens - self._headroom, untouchable)
-        floor = untouchable > settings.to and self._floor is not None and policy is self._default
+        floor = untouchable > settings.to and self._floor and policy is self._default
         if floor:
             # A small window: the untouchable turns alone pass compact_to, so no cut reaches
-            # it. Everything that fits under max_tokens is sent; once it does not, the cut drops
-            # the oldest whole exchanges (no stubs: at this size a stub buys back little, and
-            # it breaks the cached prefix where it sits) down to the fixed turns (the system
-            # prompt, the pinned ones) and compact_to's share of the room beside them, so the
-            # next steps append instead of cutting the front again.
+            # it. Everything that fits under max_tokens is sent; once it does not, the cut aims
+            # at the fixed turns (the system prompt, the pinned ones) and compact_to's share of
+            # the room beside them, so the next steps append instead of cutting again (a cut
+            # to just under compact_at left room for no step: one cut a step).
             if current.token_estimate() <= top:
                 return Pending((), (), policy)
-            assert self._floor is not None  # noqa: S101 - floor says so
-            stages = (self._floor,)
             fixed = current.request_tokens + sum(
                 price for price, flag in zip(shape.tokens, shape.fixed, strict=True) if flag
             )
