@@ -105,8 +105,10 @@ class Planner:
     def __init__(self, fmt: Format[Any], settings: Settings, policy: CompactionPolicy) -> None:
         self._format, self._settings = fmt, settings
         self._default, self._stages = policy, stages_of(policy)
-        # How a small window is cut: as the window's default chain of version 3 says.
-        self._floor = isinstance(policy, FloorChain)
+        # How a small window is cut: as the window's default chain of version 3 says (with
+        # summaries, as before: a summary is the last thing given up, and a deep cut gives up
+        # summaries that a cut to just under compact_at keeps).
+        self._floor = isinstance(policy, FloorChain) and settings.summarize is None
         # Under compact_at, a new summary still needs room for its label and its text's
         # overrun of the target: what a summary of nothing costs, twice.
         self._headroom = (
