@@ -768,3 +768,27 @@ class TestCalibrationData:
         window = ContextWindow("openai_chat", **SETTINGS)
         window.prepare([{"role": "user", "content": "hi", "extra": ("a", 1, 2.5, None)}])
         json.dumps(window.state())
+
+
+def test_a_restored_window_prices_a_named_results_stub_as_the_live_one() -> None:
+    """A Chat tool message with a ``name`` keeps it in its stub; a window restored from its state
+    (which reads the old messages again with a cheaper estimator, prices kept) prices that stub
+    as the live window does, so both send the same requests."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Make the build green."}]
+    live = ContextWindow("openai_chat", max_tokens=2_000, keep_first=1)
+    state: dict[str, Any] | None = None
+    for n in range(40):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+        history.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        history.append(
+            {"role": "tool", "tool_call_id": f"c{n}", "name": "run_shell_command",
+             "content": f"step {n}: " + "ok " * (40 + 17 * (n % 7))}
+        )  # fmt: skip
+        window = (
+            ContextWindow("openai_chat", max_tokens=2_000, keep_first=1)
+            if state is None
+            else ContextWindow.from_state(json.loads(json.dumps(state)))
+        )
+        assert window.prepare(history) == live.prepare(history), f"step {n}"
+        state = window.state()
+    assert live.stats.compactions >= 3

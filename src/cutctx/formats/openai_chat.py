@@ -19,7 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from cutctx._core.estimators import TokenizerEstimator
-from cutctx._core.metadata import FRAMING_METADATA
+from cutctx._core.metadata import FRAMING_METADATA, NAMED_FRAMING
 from cutctx._core.values import EMPTY_METADATA, Role, Transcript, TranscriptTurn
 from cutctx.formats._common import (
     AUDIO_TOKENS,
@@ -234,7 +234,7 @@ class _ChatReader(StreamReader[Message]):
             named = _name(pricer, index, item)
             if named:  # a stub of it is sent with the name too: it is priced with it
                 cost += named
-                metadata = {FRAMING_METADATA: str(named)}
+                metadata = {FRAMING_METADATA: NAMED_FRAMING}
             call_id = text_field(FORMAT, index, item.get("tool_call_id"), "tool_call_id")
             if call_id in pending:
                 out.tool_names[turn_id] = pending.pop(call_id)
