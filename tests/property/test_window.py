@@ -535,9 +535,10 @@ class TestContextWindowProperties:
         for step, request in enumerate(trace.requests):
             if not trace.compacted(step):
                 cost = price(session, setup, request)
-                # A small window (its untouchable part alone over compact_at) sends every
-                # message that fits under max_tokens.
-                small = untouchable(session, setup, request) > threshold
+                # A small window (its untouchable part alone over compact_to; with summaries,
+                # over compact_at) sends every message that fits under max_tokens.
+                limit = threshold if setup.summarized else setup.tokens(setup.compact_to)
+                small = untouchable(session, setup, request) > limit
                 assert cost <= (setup.max_tokens if small else threshold), f"step {step}"
             elif step and session.format == "openai_chat":
                 grown = (
@@ -552,8 +553,11 @@ class TestContextWindowProperties:
     ) -> None:
         """Catches a small window that sends the system prompt, the pinned task and the
         protected tail alone while a whole exchange of the history would still fit under
-        ``max_tokens`` (less a summary's headroom), and any request over ``max_tokens``. An
-        exchange an earlier request lost is not counted: a removed message never comes back."""
+        ``max_tokens`` (less a summary's headroom) — or, without summaries, once the protected
+        tail alone is over ``compact_to``, under the cut's aim: the fixed turns and
+        ``compact_to``'s share of the room beside them — and any request over ``max_tokens``.
+        An exchange an earlier request lost is not counted: a removed message never comes
+        back."""
         session, setup = case
         trace, _ = traced(setup, session)
         fmt = resolve(session.format)
@@ -579,6 +583,19 @@ class TestContextWindowProperties:
             )
             transcript = pin_first_messages(transcript, binding, setup.keep_first)
             units = layout(transcript, budget).units
+            aim = top
+            to = setup.tokens(setup.compact_to)
+            if not setup.summarized and cost > to:  # a small window's cut aims lower
+                read, read_binding = fmt.to_transcript(
+                    request, estimator=setup.estimator, system=session.system
+                )
+                read = pin_first_messages(read, read_binding, setup.keep_first)
+                fixed = read.request_tokens + sum(
+                    turn.token_estimate
+                    for turn, flag in zip(read.turns, layout(read, budget).fixed, strict=True)
+                    if flag
+                )
+                aim = max(cost, fixed + (top - fixed) * to // setup.max_tokens)
             smallest = min(
                 (
                     units.unit_tokens[unit]
@@ -589,9 +606,9 @@ class TestContextWindowProperties:
                 ),
                 default=None,
             )
-            assert smallest is None or cost + smallest > top, (
+            assert smallest is None or cost + smallest > aim, (
                 f"step {step}: only the untouchable part ({cost} tokens) is sent, but an "
-                f"exchange of {smallest} tokens fits under {top}"
+                f"exchange of {smallest} tokens fits under {aim}"
             )
 
     @SETTINGS

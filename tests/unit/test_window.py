@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import copy
+import itertools
 import json
 import random
 from typing import TYPE_CHECKING, Any, cast
@@ -16,6 +17,7 @@ from baseaicore import ValidationError
 from cutctx import (
     BudgetUnsatisfiable,
     CharRatioEstimator,
+    CompactionBudget,
     CompactionPlan,
     ContextWindow,
     DropOldestPolicy,
@@ -1637,3 +1639,75 @@ class TestMessagesDefaultVersions:
                 recent = request[-12:]
                 masked[name] += sum("masked by cutctx" in str(m.get("content")) for m in recent)
         assert masked["v2"] < masked["v1"]  # the recent results stay whole more often
+
+
+def small_window_history(steps: int) -> list[dict[str, Any]]:
+    """A history whose last two exchanges (the protected tail) pass half of a 1 000 window."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "task " + "t" * 100}]
+    for step in range(steps):
+        call = f"call_{step}"
+        history.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": call, "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+                ],
+            }
+        )
+        history.append({"role": "tool", "tool_call_id": call, "content": f"{step} " + "r" * 996})
+    return history
+
+
+class TestSmallWindowCuts:
+    def test_a_small_window_drops_whole_exchanges_and_then_appends(self) -> None:
+        """When the untouchable turns alone pass compact_to, a cut drops the oldest whole
+        exchanges (no stub) and leaves room, so the step after a cut appends."""
+        history = small_window_history(30)
+        window = ContextWindow(
+            "openai_chat", max_tokens=1_000, keep_first=1, estimator=CHARS, max_result_tokens=None
+        )
+        compacted: list[bool] = []
+        for end in range(3, len(history) + 1, 2):
+            before = window.stats.compactions
+            request = window.prepare(history[:end])
+            compacted.append(window.stats.compactions > before)
+            assert openai_chat.count_tokens(request) <= 1_000
+            assert request[0] is history[0]
+            assert not chat_problems(request)
+            assert not any("masked by cutctx" in str(m.get("content")) for m in request)
+        assert sum(compacted) >= 5
+        assert not any(a and b for a, b in itertools.pairwise(compacted))  # never two in a row
+        assert window.policy.version == "1.1.0"
+
+    def test_the_window_default_of_version_3_decides_as_version_2(self) -> None:
+        transcript, _ = openai_chat.to_transcript(small_window_history(12), estimator=CHARS)
+        budget = CompactionBudget(1_500, 4)
+        three = default_messages_policy(estimator=CHARS, version=3)
+        two = default_messages_policy(estimator=CHARS, version=2)
+        assert (three.name, three.version) == (two.name, "1.1.0")
+        assert three.decide(transcript, budget).actions == two.decide(transcript, budget).actions
+        assert repr(three).startswith("FloorChain([")
+
+    def test_a_messages_default_version_past_3_is_refused(self) -> None:
+        with pytest.raises(ValidationError, match="version must be 1, 2 or 3, got 4"):
+            default_messages_policy(version=4)
+
+    def test_a_state_of_the_second_messages_default_continues_with_it(self) -> None:
+        """A window made before version 3 (its default's chain @1.0.0) goes on cutting as it
+        did: its small-window cuts still mask first."""
+        history = small_window_history(30)
+        old = ContextWindow(
+            "openai_chat",
+            max_tokens=1_000,
+            keep_first=1,
+            estimator=CHARS,
+            max_result_tokens=None,
+            policy=default_messages_policy(estimator=CHARS, version=2),
+        )
+        for end in range(3, 41, 2):
+            old.prepare(history[:end])
+        restored = ContextWindow.from_state(json.loads(json.dumps(old.state())), estimator=CHARS)
+        assert restored.policy.version == "1.0.0"
+        for end in range(41, len(history) + 1, 2):
+            assert restored.prepare(history[:end]) == old.prepare(history[:end])

@@ -25,6 +25,7 @@ from cutctx import (
     TextEstimator,
     TokenizerEstimator,
     Transcript,
+    default_messages_policy,
 )
 from cutctx._loop.codec import seal
 from cutctx._loop.packed import pack, unpack
@@ -244,16 +245,25 @@ class TestWindowState:
         """A state written by an earlier release (tests/states/version3.json and version4.json,
         made by ``state()`` at that release: version 3 with one id per dropped turn and per
         summary member, version 4 with its prices, costs and digests as JSON lists) restores and
-        sends the requests the uninterrupted window sends."""
+        sends the requests the uninterrupted window of that release sends (its messages default
+        was version 2)."""
         recorded = json.loads(STATES.joinpath(f"version{version}.json").read_text())[saved]
         state, steps = recorded["state"], recorded["steps"]
         assert state["cutctx_window"] == version
         assert state["decisions"][saved]
         assert isinstance(state["prices"], list)
         kwargs: dict[str, Any] = {"summarize": summarize} if saved == "groups" else {}
-        # The state names the default of its release, "text/1": it restores with those rules.
+        # The state names the default of its release, "text/1", and the messages default of
+        # version 2: it restores with those rules.
+        estimator = TextEstimator(version="1")
+        policy = default_messages_policy(
+            estimator=estimator,
+            summarize=saved == "groups",
+            summary_input_tokens=SETTINGS["max_tokens"] // 2 if saved == "groups" else None,
+            version=2,
+        )
         live = ContextWindow(
-            "openai_chat", **SETTINGS, **kwargs, estimator=TextEstimator(version="1")
+            "openai_chat", **SETTINGS, **kwargs, estimator=estimator, policy=policy
         )
         history = list(session("openai_chat", steps + 8))
         for step in history[:steps]:
@@ -766,3 +776,27 @@ class TestCalibrationData:
         window = ContextWindow("openai_chat", **SETTINGS)
         window.prepare([{"role": "user", "content": "hi", "extra": ("a", 1, 2.5, None)}])
         json.dumps(window.state())
+
+
+def test_a_restored_window_prices_a_named_results_stub_as_the_live_one() -> None:
+    """A Chat tool message with a ``name`` keeps it in its stub; a window restored from its state
+    (which reads the old messages again with a cheaper estimator, prices kept) prices that stub
+    as the live window does, so both send the same requests."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Make the build green."}]
+    live = ContextWindow("openai_chat", max_tokens=2_000, keep_first=1)
+    state: dict[str, Any] | None = None
+    for n in range(40):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+        history.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        history.append(
+            {"role": "tool", "tool_call_id": f"c{n}", "name": "run_shell_command",
+             "content": f"step {n}: " + "ok " * (40 + 17 * (n % 7))}
+        )  # fmt: skip
+        window = (
+            ContextWindow("openai_chat", max_tokens=2_000, keep_first=1)
+            if state is None
+            else ContextWindow.from_state(json.loads(json.dumps(state)))
+        )
+        assert window.prepare(history) == live.prepare(history), f"step {n}"
+        state = window.state()
+    assert live.stats.compactions >= 3

@@ -89,4 +89,8 @@ PRIORITY_KEY: Final = "priority"
 """
 
 FRAMING_METADATA: Final = "cutctx.framing"
+NAMED_FRAMING: Final = "named"
+"""``FRAMING_METADATA``'s value on a tool result whose message carries more than its text (a
+Chat ``name``): a stub of it costs what the turn costs beyond its text's own price, priced when
+the stub is (a figure read into the metadata would depend on the estimator that read it)."""
 """On an observation's turn: what its message costs beyond a stub's price, in decimal."""

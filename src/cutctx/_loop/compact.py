@@ -33,6 +33,7 @@ from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.excerpting import ExcerptingPolicy
+from cutctx._policies.floor import FloorChain
 from cutctx._policies.large import LargeResultMaskingPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.priority import PriorityPolicy
@@ -420,18 +421,23 @@ def default_messages_policy(
 ) -> PolicyChain:
     """Return the policy ``compact_messages``, ``ContextWindow`` and the CLI plan with.
 
+    ``version=3`` (``ContextWindow``'s): version 2's chain as a ``FloorChain`` (version
+    ``1.1.0``), which decides the same; a window planning with it cuts a small window (its
+    untouchable turns alone over ``compact_to``) once the request passes ``max_tokens``, down
+    to the fixed turns and ``compact_to``'s share of the room beside them (docs/agent-loop.md).
     ``version=1`` (``compact_messages``' and the CLI's): ``PolicyChain([ObservationMaskingPolicy(
     keep_recent_results), ObservationMaskingPolicy(0), DropOldestPolicy()])``: the old results
     are masked first (all but the last ``keep_recent_results``), then the recent ones too, before
     any exchange is dropped — which is why ``observation_masking`` appears twice in its name.
-    ``version=2`` (``ContextWindow``'s): stubs pay for their place — the exchanges already
-    masked are dropped, oldest first (``StubDroppingPolicy``), before a fresher result is masked:
-    first, or with ``summarize`` after the summaries (a summary is not given up for a stub);
-    and the large old results are masked before the rest (``LargeResultMaskingPolicy``: each
-    result of at least 1/32 of the budget outside its newest half, oldest first); the rest as
-    version 1. With ``recall_index`` (the window's when recall is on) the stubbed exchanges are
-    folded into recall indexes instead of dropped: summary turns the library writes itself (no
-    model call), naming each dropped result's digest for ``cutctx_recall``.
+    ``version=2`` (``ContextWindow``'s before version 3): stubs pay for their place — the
+    exchanges already masked are dropped, oldest first (``StubDroppingPolicy``), before a
+    fresher result is masked: first, or with ``summarize`` after the summaries (a summary is not
+    given up for a stub); and the large old results are masked before the rest
+    (``LargeResultMaskingPolicy``: each result of at least 1/32 of the budget outside its newest
+    half, oldest first); the rest as version 1. With ``recall_index`` (the window's when recall
+    is on) the stubbed exchanges are folded into recall indexes instead of dropped: summary
+    turns the library writes itself (no model call), naming each dropped result's digest for
+    ``cutctx_recall``.
     With ``summarize``, summaries (``SummarizingPolicy``, or ``BoundedSummarizingPolicy`` when
     ``summary_input_tokens`` bounds their input; requests named ``SUMMARY_PROMPT_ID``) come
     after the old results are masked and before the floor is. The masking members price stubs
@@ -447,16 +453,17 @@ def default_messages_policy(
     'chain(stub_dropping@1.0.0+large_result_masking@1.0.0+observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
 
     Raises:
-        ValidationError: for a ``version`` other than 1 or 2, or a negative count.
+        ValidationError: for a ``version`` other than 1, 2 or 3, or a negative count.
 
     .. versionadded:: 0.1.1
     """
     owner = "default_messages_policy"
     check_bool(owner, "recall_index", recall_index)
     check_count(owner, "keep_recent_results", keep_recent_results)
-    if version not in (1, 2) or isinstance(version, bool):
+    if version not in (1, 2, 3) or isinstance(version, bool):
         raise ValidationError(
-            f"{owner}.version must be 1 or 2, got {version!r:.40}", details={"field": "version"}
+            f"{owner}.version must be 1, 2 or 3, got {version!r:.40}",
+            details={"field": "version"},
         )
     old = ObservationMaskingPolicy(keep_recent_results, placeholder, estimator=estimator)
     floor = ObservationMaskingPolicy(0, placeholder, estimator=estimator)
@@ -470,7 +477,7 @@ def default_messages_policy(
             if summary_input_tokens is None
             else BoundedSummarizingPolicy(SUMMARY_PROMPT_ID, max_input_tokens=summary_input_tokens)
         )
-    if version == 2:  # stubs go before fresher results do: first, or after the summaries
+    if version >= 2:  # stubs go before fresher results do: first, or after the summaries
         position = members.index(old)
         members.insert(
             position,
@@ -480,6 +487,8 @@ def default_messages_policy(
             len(members) if summarize else position,
             StubDroppingPolicy(index=recall_index, estimator=estimator),
         )
+    if version == 3:  # the same decisions; a window cuts a small window by dropping alone
+        return FloorChain((*members, floor, DropOldestPolicy()))
     return PolicyChain((*members, floor, DropOldestPolicy()))
 
 

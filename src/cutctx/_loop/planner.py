@@ -31,6 +31,7 @@ from cutctx._core.values import (
 )
 from cutctx._loop.compact import afulfil, fulfil, is_prioritized, priority_policy
 from cutctx._policies.chain import PolicyChain
+from cutctx._policies.floor import FloorChain
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -93,11 +94,15 @@ def stages_of(policy: CompactionPolicy) -> tuple[CompactionPolicy, ...]:
 class Planner:
     """Plans compactions for one window: its format, settings and the default policy's stages."""
 
-    __slots__ = ("_default", "_format", "_headroom", "_settings", "_stages")
+    __slots__ = ("_default", "_floor", "_format", "_headroom", "_settings", "_stages")
 
     def __init__(self, fmt: Format[Any], settings: Settings, policy: CompactionPolicy) -> None:
         self._format, self._settings = fmt, settings
         self._default, self._stages = policy, stages_of(policy)
+        # How a small window is cut: as the window's default chain of version 3 says (with
+        # summaries, as before: a summary is the last thing given up, and a deep cut gives up
+        # summaries that a cut to just under compact_at keeps).
+        self._floor = isinstance(policy, FloorChain) and settings.summarize is None
         # Under compact_at, a new summary still needs room for its label and its text's
         # overrun of the target: what a summary of nothing costs, twice.
         self._headroom = (
@@ -146,11 +151,25 @@ class Planner:
         stages = self._stages if policy is self._default else (policy,)
         untouchable = shape.untouchable_tokens
         top = max(settings.max_tokens - self._headroom, untouchable)
-        if untouchable > settings.at:
-            # A small window: the untouchable turns alone pass compact_at. Everything that fits
-            # under max_tokens is sent; once it does not, the cut keeps the newest exchanges and
-            # leaves compact_to's share of the room that is left free, so the next steps append
-            # instead of cutting the front again.
+        floor = untouchable > settings.to and self._floor and policy is self._default
+        if floor:
+            # A small window: the untouchable turns alone pass compact_to, so no cut reaches
+            # it. Everything that fits under max_tokens is sent; once it does not, the cut aims
+            # at the fixed turns (the system prompt, the pinned ones) and compact_to's share of
+            # the room beside them, so the next steps append instead of cutting again (a cut
+            # to just under compact_at left room for no step: one cut a step).
+            if current.token_estimate() <= top:
+                return Pending((), (), policy)
+            fixed = current.request_tokens + sum(
+                price for price, flag in zip(shape.tokens, shape.fixed, strict=True) if flag
+            )
+            room = max(0, top - fixed)
+            budgets = [max(untouchable, fixed + room * settings.to // settings.max_tokens)]
+        elif untouchable > settings.at:
+            # A small window planned by a policy of the caller's, priority mode or with
+            # summaries: everything that fits under max_tokens is sent; once it does not, the
+            # cut keeps the newest exchanges and leaves compact_to's share of the room that is
+            # left free.
             if current.token_estimate() <= top:
                 return Pending((), (), policy)
             room = top - untouchable
@@ -176,7 +195,9 @@ class Planner:
             assert refused is not None  # noqa: S101 - the loop ran at least once
             raise refused
         if _bare(made, hard):
-            made = self._fuller(made, stages, transcripts, top, hard)
+            # Planned again with more room: up to max_tokens, or in a small window up to its
+            # cut's aim (a refill to max_tokens would cut again on the next step).
+            made = self._fuller(made, stages, transcripts, budgets[0] if floor else top, hard)
         plan = made[-1][1]
         if plan.tokens_after_estimate > settings.max_tokens:
             kept = [

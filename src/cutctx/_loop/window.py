@@ -118,11 +118,11 @@ class ContextWindow:
         self._setup(resolve(format, owner="ContextWindow"), settings)
         self._tune()
 
-    def _setup(self, fmt: Format[Any], settings: Settings, *, version: int = 2) -> None:
+    def _setup(self, fmt: Format[Any], settings: Settings, *, version: int = 3) -> None:
         """Make the window's parts for ``fmt`` and ``settings`` (``from_state`` comes here too).
 
         ``_tune`` then makes its planner. ``version`` is the messages default's, when no policy
-        is given (a state of version 1 continues with it).
+        is given (a state made with version 1 or 2 continues with it).
         """
         self._format, self._settings = fmt, settings
         self._policy: CompactionPolicy = settings.policy or default_messages_policy(
@@ -132,7 +132,7 @@ class ContextWindow:
             summary_input_tokens=settings.summary_input,
             placeholder=RECALL_PLACEHOLDER if settings.recall else DEFAULT_PLACEHOLDER,
             version=version,
-            recall_index=settings.recall and version == 2,
+            recall_index=settings.recall and version >= 2,
         )
         self._recall = RecallIndex() if settings.recall else None
         self._free = [True]  # the one caller's token: taken by a step in flight (see _enter)
@@ -306,8 +306,10 @@ class ContextWindow:
         )  # fmt: skip
         window = cls.__new__(cls)
         window._setup(decoded.fmt, decoded.settings)
-        if policy is None and decoded.policy != named(window._policy):
-            window._setup(decoded.fmt, decoded.settings, version=1)  # the first messages default
+        for version in (2, 1):  # a state made with an earlier messages default keeps it
+            if policy is not None or decoded.policy == named(window._policy):
+                break
+            window._setup(decoded.fmt, decoded.settings, version=version)
         codec.check_policy(decoded, window._policy)
         window._probe = decoded.probe
         window._state = dataclasses.replace(

@@ -16,6 +16,7 @@ from cutctx._core.metadata import (
     FRAMING_METADATA,
     KIND_METADATA,
     MASKED_KIND,
+    NAMED_FRAMING,
     TOOL_NAME_METADATA,
 )
 from cutctx._core.values import (
@@ -271,9 +272,11 @@ class Stubber:
             stub = stub_text(placeholder, original, digest or json_string_digest(turn.content))
             replacement = TurnReplacement(stub, self._estimate(stub))
         framing = turn.metadata.get(FRAMING_METADATA) if turn.metadata else None
+        if framing == NAMED_FRAMING:  # what its message costs beyond its text: its name
+            framing = str(max(0, turn.token_estimate - self._estimate(turn.content)))
         if framing is not None and framing.isascii() and framing.isdigit():
             # An observation's message costs its role beside the stub (a tool result's is in
-            # its call): the stub is priced as it is sent.
+            # its call), a named result its name: the stub is priced as it is sent.
             price = replacement.token_estimate + int(framing)
             replacement = (
                 Stub(placeholder, price)

