@@ -110,6 +110,7 @@ SAMPLES: dict[str, CompactionPolicy] = {
     "messages default, version 2, recall index": default_messages_policy(
         version=2, recall_index=True, estimator=TEXT, summarize=True, max_result_tokens=200
     ),
+    "messages default, version 3": default_messages_policy(version=3, estimator=TEXT),
     "nested chain": PolicyChain((PolicyChain((StubDroppingPolicy(),)), DropOldestPolicy())),
 }
 
@@ -131,7 +132,8 @@ class TestEveryBuiltInPolicyRebuilds:
         assert LargeResultMaskingPolicy in classes  # the walk finds subclasses too
         assert classes == set(BUILTINS)
         assert {row.kind for row in ROWS} == classes
-        assert len({row.name for row in ROWS}) == len(ROWS)
+        # a chain's versions share its name: PolicyChain 1.0.0 and FloorChain 1.1.0
+        assert len({(row.name, row.kind._VERSION) for row in ROWS}) == len(ROWS)
 
     def test_every_policy_class_in_the_code_has_a_sample_here(self) -> None:
         """So the tests below cover every class the code defines."""
@@ -154,7 +156,7 @@ class TestEveryBuiltInPolicyRebuilds:
         record = recorded(policy, budget)
         assert verify(record, RUN).ok, verify(record, RUN).differences
         entry = describe(policy)
-        made = rebuild(entry["name"], entry["config"])
+        made = rebuild(entry["name"], entry["config"], version=entry["version"])
         assert type(made) is type(policy)
         assert describe(made) == entry
 

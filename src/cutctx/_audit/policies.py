@@ -28,6 +28,7 @@ from cutctx._policies.chain import PolicyChain
 from cutctx._policies.config import Config, NotRebuildable, estimator_config
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.excerpting import ExcerptingPolicy
+from cutctx._policies.floor import FloorChain
 from cutctx._policies.large import LargeResultMaskingPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.priority import PriorityPolicy
@@ -63,6 +64,7 @@ BUILTINS: Final[tuple[type[BuiltinPolicy], ...]] = (
     ExcerptingPolicy,
     StubDroppingPolicy,
     PolicyChain,
+    FloorChain,
 )
 """Every built-in policy class a record may name (a test walks ``cutctx._policies`` for them)."""
 
@@ -84,12 +86,14 @@ class PolicyRow:
 
 
 ROWS: Final[tuple[PolicyRow, ...]] = tuple(
-    PolicyRow(kind, CHAIN if kind is PolicyChain else kind._NAME) for kind in BUILTINS
+    PolicyRow(kind, CHAIN if issubclass(kind, PolicyChain) else kind._NAME) for kind in BUILTINS
 )
 """One row per class of ``BUILTINS``, made from the class."""
 
 _BY_KIND: Final[dict[type[Any], PolicyRow]] = {row.kind: row for row in ROWS}
-_BY_NAME: Final = {row.name: row for row in ROWS}
+# A name may have a row for each version (a chain: PolicyChain 1.0.0, FloorChain 1.1.0).
+_BY_NAME: Final = {(row.name, row.kind._VERSION): row for row in ROWS}
+_LATEST: Final = {row.name: row for row in ROWS if row.kind is not FloorChain}
 
 
 def policy_config(policy: CompactionPolicy) -> dict[str, Any] | None:
@@ -103,7 +107,9 @@ def describe(policy: CompactionPolicy) -> dict[str, Any]:
     return {"name": policy.name, "version": policy.version, "config": policy_config(policy)}
 
 
-def rebuild(name: str, config: object, where: str = "policy.config") -> CompactionPolicy:
+def rebuild(
+    name: str, config: object, where: str = "policy.config", version: str | None = None
+) -> CompactionPolicy:
     """Return the built-in policy named ``name`` with ``config`` (see ``policy_config``).
 
     The caller compares the rebuilt policy's ``name`` and ``version`` with the ones recorded.
@@ -113,7 +119,9 @@ def rebuild(name: str, config: object, where: str = "policy.config") -> Compacti
             that is not data (neither a ``CharRatioEstimator`` nor the ``TextEstimator``).
         ValidationError: for a configuration that is malformed, naming the key.
     """
-    row = _BY_NAME.get(CHAIN if name.startswith(CHAIN + "(") else name)
+    key = CHAIN if name.startswith(CHAIN + "(") else name
+    row = _BY_NAME.get((key, version)) if version is not None else None
+    row = row or _LATEST.get(key)
     if row is None or config is None:
         raise NotRebuildable(f"{name!r} is not a built-in policy cutctx can rebuild")
     reader = Config(config, where, _rebuild_described)
@@ -126,7 +134,7 @@ def _rebuild_described(value: object, where: str) -> CompactionPolicy:
     """Return the policy a ``describe`` object holds, checking its recorded name and version."""
     entry = Config(value, where)
     name, version = entry.text("name"), entry.text("version")
-    made = rebuild(name, entry.raw("config"), f"{where}.config")
+    made = rebuild(name, entry.raw("config"), f"{where}.config", version)
     entry.finish()
     if (made.name, made.version) != (name, version):
         raise ValidationError(

@@ -152,7 +152,9 @@ def _policy(
     try:
         config = record.policy_config
         return rebuild(
-            record.policy_name, None if config is None else json.loads(canonical_json(config))
+            record.policy_name,
+            None if config is None else json.loads(canonical_json(config)),
+            version=record.policy_version,
         )
     except NotRebuildable as error:
         if edited:
