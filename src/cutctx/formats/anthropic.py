@@ -43,6 +43,7 @@ from cutctx.formats._common import (
     as_json,
     check_dict,
     collect,
+    counting,
     fail,
     field_of,
     is_empty,
@@ -200,11 +201,12 @@ class _Anthropic(Format[Message], WindowHooks[Message], Presentation):
         estimator: TokenEstimator | None = None,
         system: object = None,
     ) -> int:
+        estimator = counting(estimator)
         pricer = Pricer.of(FORMAT, estimator)
         (head,) = self.head(system, estimator=pricer.estimator)
-        read, reserved = _scan(messages, pricer.estimator, strict=False)
-        total = head.token_estimate + sum(turn.token_estimate for turn in read.turns)
-        return total - reserved - _reserve(pricer)
+        read, _ = _scan(messages, pricer.estimator, strict=False)
+        # The filler reserves are counted, as every request the formats make prices them.
+        return head.token_estimate + sum(turn.token_estimate for turn in read.turns)
 
     def mark_cache(self, request: list[Message], stable: int, system: object) -> list[Message]:
         marked = list(request)

@@ -47,6 +47,7 @@ from cutctx.formats._common import (
     Pricer,
     block_pieces,
     check_dict,
+    counting,
     fail,
     field_of,
     framed_content,
@@ -167,6 +168,7 @@ class _BedrockConverse(Format[Message], WindowHooks[Message], Presentation):
         estimator: TokenEstimator | None = None,
         system: object = None,
     ) -> int:
+        estimator = counting(estimator)
         pricer = self.pricer(estimator)
         head = self.head(system, estimator=pricer.estimator)
         read = _ConverseReader(pricer, strict=False).read(messages, final=True)

@@ -15,10 +15,12 @@ assistant message just before it. See ``docs/formats/openai_chat.md`` for the pr
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from cutctx._core.estimators import TokenizerEstimator
+from cutctx._core.metadata import FRAMING_METADATA
 from cutctx._core.values import Role, Transcript, TranscriptTurn
 from cutctx.formats._common import (
     AUDIO_TOKENS,
@@ -30,6 +32,7 @@ from cutctx.formats._common import (
     as_json,
     check_dict,
     collect,
+    counting,
     fail,
     is_empty,
     joined,
@@ -148,6 +151,7 @@ class _OpenAIChat(Format[Message], WindowHooks[Message], Presentation):
         estimator: TokenEstimator | None = None,
         system: object = None,
     ) -> int:
+        estimator = counting(estimator)
         pricer = self.pricer(estimator)
         head = self.head(system, estimator=pricer.estimator)
         read = _build(messages, pricer.estimator, strict=False)
@@ -228,8 +232,12 @@ class _ChatReader(StreamReader[Message]):
         turn_id = f"m{index}"
         text, cost = _content(pricer, index, item.get("content"))
         call_key: str | None = None
+        metadata: dict[str, str] | None = None
         if kind is Role.TOOL:  # its role is priced with its call (see ``_calls``)
-            cost += _name(pricer, index, item)
+            named = _name(pricer, index, item)
+            cost += named
+            if pricer.framing + named:  # what its stub is sent with, beside the stub's text
+                metadata = {FRAMING_METADATA: str(pricer.framing + named)}
             call_id = text_field(FORMAT, index, item.get("tool_call_id"), "tool_call_id")
             if call_id in pending:
                 out.tool_names[turn_id] = pending.pop(call_id)
@@ -254,6 +262,8 @@ class _ChatReader(StreamReader[Message]):
                     call_key = turn_id
             text = joined(texts)
         turn = TranscriptTurn(turn_id, kind, text, pricer.framing + cost, call_key)
+        if metadata is not None:
+            turn = dataclasses.replace(turn, metadata=metadata)
         out.add(turn, Part(turn, index, None, maskable=kind is Role.TOOL, siblings=1))
 
     def finish(self, state: ReaderState) -> None:

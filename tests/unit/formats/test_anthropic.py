@@ -98,11 +98,12 @@ class TestToTranscript:
         keys = [t.tool_call_id for t in transcript.turns]
         assert keys == [None, None, "m1", "m1", "m1", "m1", None, None, None]
 
-    def test_count_tokens_leaves_out_the_filler_reserves(self) -> None:
-        assert (
-            anthropic.count_tokens(CONVO, estimator=WORDS, system=SYSTEM)
-            == sum(COSTS) - 2 * RESERVE
-        )
+    def test_count_tokens_counts_the_filler_reserves_as_compact_messages_does(self) -> None:
+        # One count: what the window and compact_messages price the request at, reserves in.
+        transcript, _ = anthropic.to_transcript(CONVO, estimator=WORDS, system=SYSTEM)
+        counted = anthropic.count_tokens(CONVO, estimator=WORDS, system=SYSTEM)
+        assert counted == transcript.token_estimate()
+        assert counted > sum(COSTS) - 2 * RESERVE
 
     def test_the_system_turn_exists_without_a_system_prompt(self) -> None:
         transcript, binding = anthropic.to_transcript(CONVO[:1], estimator=WORDS)
