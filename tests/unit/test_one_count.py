@@ -62,3 +62,20 @@ class TestOneCount:
         assert made.report.tokens_before == count
         assert made.report.tokens_after_estimate < count
         assert resolve(fmt).count_tokens(made.messages, estimator=chosen) <= count - 1
+
+
+@pytest.mark.parametrize("options", ["keep_first", "observation"])
+def test_tokens_before_is_count_tokens_with_keep_first_or_observations(options: str) -> None:
+    """Pinning the first messages or reading observations keeps the request's overhead."""
+    history = HISTORIES["openai_chat"]
+    count = resolve("openai_chat").count_tokens(history, estimator=CL100K)
+    extra: dict[str, Any] = (
+        {"keep_first": 1}
+        if options == "keep_first"
+        else {"observation": lambda _index, message: message.get("role") == "user"}
+    )
+    made = compact_messages(
+        history, format="openai_chat", max_tokens=count, estimator=CL100K, **extra
+    )
+    assert made.report.tokens_before == count
+    assert all(sent is own for sent, own in zip(made.messages, history, strict=True))

@@ -512,11 +512,14 @@ def observed(  # noqa: PLR0917 - the job's pieces, as named there
         estimator,
         keep_first=keep_first,
     )
-    return Transcript(tuple(turns)), dataclasses.replace(binding, parts=parts)
+    return (
+        Transcript(tuple(turns), request_tokens=transcript.request_tokens),
+        dataclasses.replace(binding, parts=parts),
+    )
 
 
 def pin_first_messages(transcript: Transcript, binding: Binding[Any], count: int) -> Transcript:
     """Return ``transcript`` with the turns of its first ``count`` non-system messages pinned."""
     check_count("compact_messages", "keep_first", count)
     turns, _ = pin_first(transcript.turns, binding.parts, count)
-    return Transcript(tuple(turns))
+    return Transcript(tuple(turns), request_tokens=transcript.request_tokens)

@@ -190,8 +190,9 @@ class _Anthropic(Format[Message], WindowHooks[Message], Presentation):
                 message = dict(message)
                 message["content"] = content
             built.append((message, piece.cost, piece.index))
-        filler = _reserve(pricer)
-        messages, costs, joined_ = alternate(built, filler)
+        # A filler costs nothing as a message: its price is reserved (by the head, and by each
+        # assistant message with thinking or compaction), as count_tokens reads it.
+        messages, costs, joined_ = alternate(built, 0)
         return Rendered(restore(binding, messages), costs, joined_)
 
     def count_tokens(
@@ -428,6 +429,9 @@ def _user(  # noqa: PLR0917 - one private call site
 ) -> set[str]:
     """Add the turns of user message ``index``; return the tool_use ids it answers."""
     turn_id = f"m{index}"
+    if content == FILLER_TEXT:  # a filler the format put in: its price is reserved elsewhere
+        out.whole(TranscriptTurn(turn_id, Role.USER, "", 0), index)
+        return set()
     if not isinstance(content, list | tuple):
         text, cost = blocks(pricer, index, content, "content")
         out.whole(TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost), index)

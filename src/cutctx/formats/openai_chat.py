@@ -236,8 +236,8 @@ class _ChatReader(StreamReader[Message]):
         if kind is Role.TOOL:  # its role is priced with its call (see ``_calls``)
             named = _name(pricer, index, item)
             cost += named
-            if pricer.framing + named:  # what its stub is sent with, beside the stub's text
-                metadata = {FRAMING_METADATA: str(pricer.framing + named)}
+            if named:  # its stub is sent with its name (the estimator prices the framing)
+                metadata = {FRAMING_METADATA: str(named)}
             call_id = text_field(FORMAT, index, item.get("tool_call_id"), "tool_call_id")
             if call_id in pending:
                 out.tool_names[turn_id] = pending.pop(call_id)
