@@ -278,15 +278,21 @@ def count_tokens(
 ) -> int:
     """Return what ``messages`` and ``system`` cost under this format's pricing rules.
 
-    The filler reserves that ``to_transcript`` adds to its estimates are not counted. Counting
-    needs no valid request: a partial history (a ``tool_use`` still waiting for its result, two
-    messages of one role in a row) is priced message by message.
+    That is the sum of the turns' estimates, the filler reserves included (one on the ``system``
+    turn, one on each assistant message with thinking or compaction), as ``to_transcript``,
+    ``compact_messages`` and the window price a request; a filler message (``FILLER_TEXT``)
+    costs nothing, its price being reserved. The estimator is ``TextEstimator()`` by default, as
+    ``compact_messages``'. Counting needs no valid request: a partial history (a ``tool_use``
+    still waiting for its result, two messages of one role in a row) is priced message by message.
 
-    >>> count_tokens([{"role": "user", "content": "twelve chars"}])
-    3
+    >>> count_tokens([{"role": "user", "content": "twelve chars"}])  # 3, and the reserve's 7
+    10
 
     Raises:
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
+
+    .. versionchanged:: 0.1.1
+       The filler reserves are counted, and the default estimator is ``TextEstimator()``.
     """
     return ANTHROPIC.count_tokens(messages, estimator=estimator, system=system)
 

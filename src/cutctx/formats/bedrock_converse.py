@@ -264,9 +264,10 @@ def count_tokens(
     That is the sum of the turns' estimates (a message holding reasoning with its filler
     reserve) plus ``request_overhead``, the reserve of the filler that may open a request. A
     partial history (a ``toolUse`` still waiting for its result) is priced message by message.
+    The estimator is ``TextEstimator()`` by default, as ``compact_messages``'.
 
     >>> count_tokens([{"role": "user", "content": [{"text": "twelve chars"}]}])
-    11
+    10
 
     Raises:
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
@@ -274,7 +275,8 @@ def count_tokens(
     .. versionadded:: 0.1.1
 
     .. versionchanged:: 0.1.1
-       The opening filler's reserve is the request's overhead, no longer the head turn's.
+       The opening filler's reserve is the request's overhead, no longer the head turn's; the
+       default estimator is ``TextEstimator()``.
     """
     return BEDROCK_CONVERSE.count_tokens(messages, estimator=estimator, system=system)
 
