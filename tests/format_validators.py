@@ -235,6 +235,7 @@ def _blocks(content: object) -> list[dict[str, Any]]:
 
 
 ANTHROPIC_USES = ("tool_use", "server_tool_use", "mcp_tool_use")
+ANTHROPIC_FILLER = "(earlier turns were compacted)"  # the documented filler message's text
 ANTHROPIC_IN_MESSAGE = {
     "web_search_tool_result": "server_tool_use",
     "web_fetch_tool_result": "server_tool_use",
@@ -525,7 +526,9 @@ def anthropic_tokens(
     """Messages API pricing: framing per message and per tool use (client, server or MCP);
     texts, thinking, tool names, compact JSON inputs, search results and compaction summaries by
     the tokenizer; images by size; text documents by their texts, others by the constant; any
-    other block by its compact JSON."""
+    other block by its compact JSON. The filler reserves are counted (framing and the filler's
+    text): one for the request (on ``system``, given or not) and one per assistant message with
+    thinking, redacted thinking or compaction; a filler message itself costs nothing."""
 
     def count(text: str) -> int:
         return len(encode(text))
@@ -561,10 +564,18 @@ def anthropic_tokens(
             return 0 if value.get("content") is None else count(value["content"])
         return count(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
-    total = 0
+    reserve = framing + count(ANTHROPIC_FILLER)
+    total = reserve
     if system is not None:
         texts = [system] if isinstance(system, str) else [b["text"] for b in system]
         total += framing + sum(count(text) for text in texts)
     for message in messages:
-        total += framing + sum(block(b) for b in _blocks(message["content"]))
+        if message["role"] == "user" and message["content"] == ANTHROPIC_FILLER:
+            continue
+        blocks = _blocks(message["content"])
+        total += framing + sum(block(b) for b in blocks)
+        if message["role"] == "assistant" and any(
+            b["type"] in ("thinking", "redacted_thinking", "compaction") for b in blocks
+        ):
+            total += reserve
     return total
