@@ -459,6 +459,23 @@ class TestCountTokens:
         assert view.report.masked_turn_ids == ("m3",)
         assert openai_chat.count_tokens(out, estimator=CL100K) == plan.tokens_after_estimate
 
+    def test_a_masked_named_tool_message_is_priced_with_its_name_and_keeps_every_field(
+        self,
+    ) -> None:
+        """A tool message's ``name`` is sent with its stub: the plan prices it (as count_tokens
+        does), and the copy sent changes only its content."""
+        messages = [*WEATHER[:3], *WEATHER[3:5]]
+        messages[3] = {**messages[3], "name": "get_weather", "content": "error: miss\n" * 100}
+        transcript, binding = openai_chat.to_transcript(messages, estimator=CL100K)
+        policy = ObservationMaskingPolicy(0, estimator=CL100K)
+        plan = policy.decide(transcript, CompactionBudget(max_tokens=80, protected_recent_turns=0))
+        view = CompactionExecutor().apply(transcript, plan)
+        out = openai_chat.from_transcript(view, binding)
+        assert view.report.masked_turn_ids == ("m3",)
+        assert out[3] == {**messages[3], "content": out[3]["content"]}
+        assert out[3]["content"].startswith("[tool result masked by cutctx]")
+        assert openai_chat.count_tokens(out, estimator=CL100K) == plan.tokens_after_estimate
+
     def test_to_transcript_keeps_the_character_default_and_count_tokens_the_text_estimator(
         self,
     ) -> None:
