@@ -22,6 +22,7 @@ from cutctx import (
     CompactionBudget,
     ContextWindow,
     DropOldestPolicy,
+    TokenEstimator,
     TokenizerEstimator,
     Transcript,
 )
@@ -691,7 +692,7 @@ class TestSetSystem:
         window.set_system("long " * 1500)
         request = window.prepare(steps[11])
         assert window.stats.compactions == compactions + 1
-        assert anthropic_count(request, "long " * 1500) <= SETTINGS["max_tokens"]
+        assert anthropic_count(request, "long " * 1500, chars) <= SETTINGS["max_tokens"]
 
     def test_the_system_prompt_travels_with_the_state(self) -> None:
         steps = list(session("anthropic", 40))
@@ -715,10 +716,12 @@ class TestSetSystem:
         assert window.system is None
 
 
-def anthropic_count(request: list[dict[str, Any]], system: str | None) -> int:
+def anthropic_count(
+    request: list[dict[str, Any]], system: str | None, estimator: TokenEstimator
+) -> int:
     from cutctx.formats import anthropic  # noqa: PLC0415
 
-    return anthropic.count_tokens(request, system=system)
+    return anthropic.count_tokens(request, system=system, estimator=estimator)
 
 
 class TestCalibrationData:
