@@ -49,7 +49,7 @@ class TestOneCount:
         history = HISTORIES[fmt]
         chosen = ESTIMATORS[estimator]
         count = resolve(fmt).count_tokens(history, estimator=chosen)
-        made = compact_messages(history, format=fmt, max_tokens=count, estimator=chosen)
+        made = compact_messages(history, format=resolve(fmt), max_tokens=count, estimator=chosen)
         assert len(made.messages) == len(history)
         assert all(sent is own for sent, own in zip(made.messages, history, strict=True))
         assert made.report.tokens_before == count
@@ -58,7 +58,9 @@ class TestOneCount:
         history = HISTORIES[fmt]
         chosen = ESTIMATORS[estimator]
         count = resolve(fmt).count_tokens(history, estimator=chosen)
-        made = compact_messages(history, format=fmt, max_tokens=count - 1, estimator=chosen)
+        made = compact_messages(
+            history, format=resolve(fmt), max_tokens=count - 1, estimator=chosen
+        )
         assert made.report.tokens_before == count
         assert made.report.tokens_after_estimate < count
         assert resolve(fmt).count_tokens(made.messages, estimator=chosen) <= count - 1
