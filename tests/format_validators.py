@@ -237,6 +237,7 @@ def _blocks(content: object) -> list[dict[str, Any]]:
 
 
 ANTHROPIC_USES = ("tool_use", "server_tool_use", "mcp_tool_use")
+ANTHROPIC_FILLER = "(earlier turns were compacted)"  # the documented filler message's text
 ANTHROPIC_IN_MESSAGE = {
     "web_search_tool_result": "server_tool_use",
     "web_fetch_tool_result": "server_tool_use",
@@ -548,11 +549,15 @@ def anthropic_tokens(
     framing: int,
     system: str | list[dict[str, Any]] | None = None,
 ) -> int:
-    """Messages API pricing: framing per turn (a run of adjacent messages of one role is one
-    turn, a ``system`` message one) and per tool use (client, server or MCP);
+    """Messages API pricing as the format counts a request: framing per message (the API frames
+    a run of one role's messages once; the rest is reserved, in case a cut parts them) and per
+    tool use (client, server or MCP);
     texts, thinking, tool names, compact JSON inputs, search results and compaction summaries by
     the tokenizer; images by size; text documents by their texts, others by the constant; any
-    other block by its compact JSON."""
+    other block by its compact JSON. The filler reserves are counted (framing and the filler's
+    text): one for the request (on ``system``, given or not), one per assistant message with
+    thinking, redacted thinking or compaction and one per ``system`` message; a filler message
+    itself costs nothing."""
 
     def count(text: str) -> int:
         return len(encode(text))
@@ -588,10 +593,20 @@ def anthropic_tokens(
             return 0 if value.get("content") is None else count(value["content"])
         return count(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
-    total = 0
+    reserve = framing + count(ANTHROPIC_FILLER)
+    total = reserve
     if system is not None:
         texts = [system] if isinstance(system, str) else [b["text"] for b in system]
         total += framing + sum(count(text) for text in texts)
-    for message in merged_turns(messages):  # a run of one role's messages is framed once
-        total += framing + sum(block(b) for b in _blocks(message["content"]))
+    for message in messages:
+        if message["role"] == "user" and message["content"] == ANTHROPIC_FILLER:
+            continue
+        blocks = _blocks(message["content"])
+        total += framing + sum(block(b) for b in blocks)
+        if message["role"] == "assistant" and any(
+            b["type"] in ("thinking", "redacted_thinking", "compaction") for b in blocks
+        ):
+            total += reserve
+        if message["role"] == "system":  # a filler may have to go before it
+            total += reserve
     return total

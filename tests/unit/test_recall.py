@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 from baseaicore import ValidationError, sha256_of
 
-from cutctx import CharRatioEstimator, ContextWindow, TextEstimator, recall
+from cutctx import CharRatioEstimator, ContextWindow, TextEstimator, TokenEstimator, recall
 from cutctx._loop.recall import RecallIndex
 from cutctx._policies.stubs import INDEX_LABEL
 from cutctx.formats import anthropic, openai_chat, openai_responses
@@ -107,13 +107,11 @@ def is_result(fmt: FormatName, message: dict[str, Any]) -> bool:
     return isinstance(content, list) and bool(content) and content[0]["type"] == "tool_result"
 
 
-def price(fmt: FormatName, message: dict[str, Any], estimator: Any = None) -> int:
+def price(fmt: FormatName, message: dict[str, Any], estimator: TokenEstimator | None = None) -> int:
     """One message's price by the format's ``count_tokens`` (the request's overhead left out)."""
     module = FORMATS[fmt]
-    return int(
-        module.count_tokens([message], estimator=estimator)
-        - module.count_tokens([], estimator=estimator)
-    )
+    alone = module.count_tokens([message], estimator=estimator)
+    return int(alone - module.count_tokens([], estimator=estimator))
 
 
 def sizes(step: int) -> int:
@@ -767,7 +765,8 @@ class TestContextWindowExcerpts:
             *call("openai_chat", "big", text),
         ]
         made.prepare(history)
-        whole = price("openai_chat", call("openai_chat", "big", text)[1])
+        chars = CharRatioEstimator()  # the window's estimator
+        whole = price("openai_chat", call("openai_chat", "big", text)[1], chars)
         for step in range(40):
             history.extend(call("openai_chat", f"c{step}", numbered(30, f"s{step}")))
             request = made.prepare(history)

@@ -31,6 +31,7 @@ from openai.types.responses import (
 )
 
 from cutctx import (
+    CharRatioEstimator,
     CompactedMessages,
     CompactionBudget,
     CompactionExecutor,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
 LOG = "line of build output\n" * 200
 DROP = DropOldestPolicy()
+CHARS = CharRatioEstimator()  # the figures below are of four characters a token
 MASK = ObservationMaskingPolicy(0)
 
 
@@ -207,11 +209,12 @@ class TestAnthropic:
             system=system,
             policy=MASK,
             protected_recent_turns=1,
+            estimator=CHARS,
         )
         history = done.messages
         assert done.report.masked_turn_ids == ("m2",)
         assert history[1] is given[1]  # the dict holding the SDK blocks, as given
-        assert anthropic.count_tokens(history, system=system) <= 80
+        assert anthropic.count_tokens(history, system=system, estimator=CHARS) <= 80
 
     def test_the_format_functions_return_the_callers_type(self) -> None:
         history: list[MessageParam] = [{"role": "user", "content": "hi"}]
@@ -241,13 +244,18 @@ class TestResponses:
             {"role": "user", "content": "Thanks."},
         ]
         done = compact_messages(
-            history, max_tokens=60, format="openai_responses", policy=MASK, protected_recent_turns=1
+            history,
+            max_tokens=60,
+            format="openai_responses",
+            policy=MASK,
+            protected_recent_turns=1,
+            estimator=CHARS,
         )
         history = done.messages
         assert history[1] is call
         assert history[3] is answer
         assert done.report.masked_turn_ids == ("m2",)
-        assert openai_responses.count_tokens(history) <= 60
+        assert openai_responses.count_tokens(history, estimator=CHARS) <= 60
 
     def test_typed_input_items_assign_back(self) -> None:
         items: list[ResponseInputItemParam] = [{"role": "user", "content": "hi"}]

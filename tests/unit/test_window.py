@@ -146,12 +146,13 @@ class TestContextWindow:
         assert window.stats.resets == 0
 
     def test_nothing_is_replanned_while_the_request_stays_under_compact_at(self) -> None:
-        window = ContextWindow("openai_chat", max_tokens=3000, keep_first=1)
+        chars = CharRatioEstimator()  # the figures below are of four characters a token
+        window = ContextWindow("openai_chat", max_tokens=3000, keep_first=1, estimator=chars)
         compactions = []
         for history in session("openai_chat", 80):
             before = window.stats.compactions
             request = window.prepare(history)
-            tokens = openai_chat.count_tokens(request, estimator=COUNT)
+            tokens = openai_chat.count_tokens(request, estimator=chars)
             if window.stats.compactions == before:
                 # an uncompacted step appends the new messages to the previous request
                 assert tokens <= 2400
@@ -172,7 +173,9 @@ class TestContextWindow:
                 assert request[: len(previous)] == previous
                 assert all(a is b for a, b in zip(request, previous, strict=False))
                 assert window.stats.first_changed_index == len(previous)
-                assert window.stats.stable_prefix_tokens == openai_chat.count_tokens(previous)
+                assert window.stats.stable_prefix_tokens == openai_chat.count_tokens(
+                    previous, estimator=CharRatioEstimator()
+                )
             previous = request
 
     @pytest.mark.parametrize("fmt", ["openai_chat", "anthropic"])
@@ -943,7 +946,8 @@ class TestOverDrop:
             window.prepare(history)
         assert window.stats.compactions == 0
         history += exchange(12, 4800)
-        assert openai_chat.count_tokens(history[-4:]) > 1100  # the tail alone: over compact_to
+        chars = CharRatioEstimator()  # the window's estimator
+        assert openai_chat.count_tokens(history[-4:], estimator=chars) > 1100  # over compact_to
         request = window.prepare(history)
         assert window.stats.compactions == 1
         last = window.last
@@ -952,7 +956,7 @@ class TestOverDrop:
         assert last.report.masked_turn_ids  # masked, not dropped
         assert len(request) == len(history)
         assert [m["role"] for m in request] == [m["role"] for m in history]
-        assert openai_chat.count_tokens(request) <= 1760
+        assert openai_chat.count_tokens(request, estimator=chars) <= 1760
         assert chat_problems(request) == []
 
     def test_a_summary_is_the_last_thing_given_up(self) -> None:
@@ -1017,7 +1021,8 @@ class TestOverDrop:
         before = summary_texts(request)
         assert before, "the session must have summaries"
         history = [*history, *exchange(1000, 6000)]
-        assert openai_chat.count_tokens(history[-4:]) > 1500  # the tail alone: over compact_to
+        chars = CharRatioEstimator()  # the window's estimator
+        assert openai_chat.count_tokens(history[-4:], estimator=chars) > 1500  # over compact_to
         compactions = window.stats.compactions
         request = window.prepare(history)
         assert window.stats.compactions == compactions + 1
@@ -1025,7 +1030,7 @@ class TestOverDrop:
         last = window.last
         assert last is not None
         assert last.report.dropped_turn_ids == ()
-        assert openai_chat.count_tokens(request) <= 2400
+        assert openai_chat.count_tokens(request, estimator=chars) <= 2400
         assert chat_problems(request) == []
 
 
@@ -1232,9 +1237,10 @@ class TestAnthropicCompactionBlock:
         )
         assert window.stats.first_changed_index == changed
         prefix = request[:changed]
-        # count_tokens leaves out the filler reserve the format puts on every assistant message
-        # holding a compaction (or thinking) block; the window's prices carry it.
-        reserve = anthropic.count_tokens([{"role": "user", "content": anthropic.FILLER_TEXT}])
+        # count_tokens prices the prefix as the window does: a filler message costs nothing, an
+        # assistant message holding a compaction (or thinking) block carries its filler reserve;
+        # the reserve of the filler that may open a request is the request's, no message's.
+        chars = CharRatioEstimator()
         openers = sum(
             1
             for message in prefix
@@ -1245,7 +1251,8 @@ class TestAnthropicCompactionBlock:
         assert openers == 1
         assert window.stats.stable_prefix_tokens > 0
         assert window.stats.stable_prefix_tokens == (
-            anthropic.count_tokens(prefix) + openers * reserve
+            anthropic.count_tokens(prefix, estimator=chars)
+            - anthropic.count_tokens([], estimator=chars)
         )
 
 
@@ -1467,8 +1474,8 @@ def small_history() -> list[dict[str, Any]]:
 class TestSmallWindow:
     def test_a_history_that_fits_under_max_tokens_is_sent_whole(self) -> None:
         history = small_history()
-        assert openai_chat.count_tokens(history) == 983
-        assert openai_chat.count_tokens(history[-4:]) > 800  # the protected tail: over compact_at
+        assert openai_chat.count_tokens(history, estimator=CHARS) == 983
+        assert openai_chat.count_tokens(history[-4:], estimator=CHARS) > 800  # over compact_at
         window = ContextWindow("openai_chat", estimator=CHARS, max_tokens=1000)
         assert window.prepare(history) == history  # was 843 tokens: 14 of 20 messages gone
         assert window.stats.compactions == 0
@@ -1488,7 +1495,7 @@ class TestSmallWindow:
                 {"role": "tool", "tool_call_id": call, "content": "r" * 40},
             ]  # fmt: skip
             request = window.prepare(history)
-            assert openai_chat.count_tokens(request) <= 1000
+            assert openai_chat.count_tokens(request, estimator=CHARS) <= 1000
             assert len(request) > 4  # more than the protected tail and nothing else
             assert chat_problems(request) == []
             if window.stats.first_changed_index < len(request) - 2:
@@ -1525,7 +1532,7 @@ class TestObservations:
         request: list[dict[str, Any]] = []
         for end in range(4, len(history) + 1, 2):
             request = window.prepare(history[:end])
-            assert openai_chat.count_tokens(request) <= 3000
+            assert openai_chat.count_tokens(request, estimator=CHARS) <= 3000
         last = window.last
         assert last is not None
         assert last.report.masked_turn_ids

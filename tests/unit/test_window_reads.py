@@ -7,10 +7,11 @@ import json
 import pytest
 
 from cutctx import ContextWindow
+from cutctx.formats import FormatName
 from tests.unit.test_window import session
 
 
-def requests_of(window: ContextWindow, fmt: str, *, read: bool) -> list[object]:
+def requests_of(window: ContextWindow, fmt: FormatName, *, read: bool) -> list[object]:
     """The requests (and, at the end, the state) of a 40-step session, reading between steps."""
     made: list[object] = []
     for history in session(fmt, 40):
@@ -26,12 +27,14 @@ def requests_of(window: ContextWindow, fmt: str, *, read: bool) -> list[object]:
 
 @pytest.mark.parametrize("fmt", ["openai_chat", "anthropic", "openai_responses"])
 class TestReadsDoNotWrite:
-    def test_state_and_last_between_steps_change_no_request(self, fmt: str) -> None:
+    def test_state_and_last_between_steps_change_no_request(self, fmt: FormatName) -> None:
         read = ContextWindow(fmt, max_tokens=3000, keep_first=1)
         untouched = ContextWindow(fmt, max_tokens=3000, keep_first=1)
         assert requests_of(read, fmt, read=True) == requests_of(untouched, fmt, read=False)
 
-    def test_a_restored_window_read_before_its_first_step_sends_the_same(self, fmt: str) -> None:
+    def test_a_restored_window_read_before_its_first_step_sends_the_same(
+        self, fmt: FormatName
+    ) -> None:
         live = ContextWindow(fmt, max_tokens=3000, keep_first=1)
         steps = list(session(fmt, 40))
         for history in steps[:25]:

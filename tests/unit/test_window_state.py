@@ -23,6 +23,7 @@ from cutctx import (
     ContextWindow,
     DropOldestPolicy,
     TextEstimator,
+    TokenEstimator,
     TokenizerEstimator,
     Transcript,
     default_messages_policy,
@@ -705,7 +706,7 @@ class TestSetSystem:
         window.set_system("long " * 1500)
         request = window.prepare(steps[11])
         assert window.stats.compactions == compactions + 1
-        assert anthropic_count(request, "long " * 1500) <= SETTINGS["max_tokens"]
+        assert anthropic_count(request, "long " * 1500, chars) <= SETTINGS["max_tokens"]
 
     def test_the_system_prompt_travels_with_the_state(self) -> None:
         steps = list(session("anthropic", 40))
@@ -729,10 +730,12 @@ class TestSetSystem:
         assert window.system is None
 
 
-def anthropic_count(request: list[dict[str, Any]], system: str | None) -> int:
+def anthropic_count(
+    request: list[dict[str, Any]], system: str | None, estimator: TokenEstimator
+) -> int:
     from cutctx.formats import anthropic  # noqa: PLC0415
 
-    return anthropic.count_tokens(request, system=system)
+    return anthropic.count_tokens(request, system=system, estimator=estimator)
 
 
 class TestCalibrationData:

@@ -164,17 +164,14 @@ class Job:
         transcript, binding = fmt.to_transcript(
             conversation.messages, estimator=estimator, system=conversation.system
         )
-        # The budget below leaves the request's overhead out of the messages' room instead.
-        transcript = pin_first_messages(Transcript(transcript.turns), binding, settings.keep_first)
-        # As compact_messages: the messages' budget leaves room for the request's overhead.
+        # As compact_messages: the transcript keeps the request's overhead as its request_tokens,
+        # so its estimate is the format's count_tokens and the plan is held to max_tokens.
+        transcript = pin_first_messages(transcript, binding, settings.keep_first)
         budget = CompactionBudget(
             settings.max_tokens,
             settings.protected_recent_turns,
             max_result_tokens=settings.max_result_tokens,
         )
-        if fmt.request_overhead(estimator):
-            room = max(0, budget.max_tokens - fmt.request_overhead(estimator))
-            budget = dataclasses.replace(budget, max_tokens=room)
         policy = build_policy(
             settings.policy,
             estimator,

@@ -176,9 +176,10 @@ def stats_data(job: Job) -> dict[str, Any]:
 
     ``by_role`` follows the roles' order, ``by_tool`` the most tokens first (then the name),
     ``by_kind`` the kinds' order; a role, tool or kind with nothing is left out. The figures are
-    the conversation's content, as the format's ``count_tokens`` counts it: a reserve the
-    transcript holds for the planner (Anthropic's room for a filler message) is not content, and
-    a request-level turn that holds nothing but a reserve is not shown.
+    the conversation's, as the format's ``count_tokens`` counts it, less what an empty request
+    counts (a reply's priming, the reserve of the filler that may open an Anthropic request): a
+    request-level turn that holds nothing but that reserve is not shown. A reserve a message
+    holds (Anthropic's and Bedrock's room for a filler before a thinking turn) is its own.
     """
     content = content_tokens(job)
     turns = [turn for turn in job.transcript.turns if turn.turn_id in content]
@@ -258,37 +259,22 @@ def _share(tokens: int, total: int) -> str:
 
 
 def content_tokens(job: Job) -> dict[str, int]:
-    """Return each turn's content tokens, by turn id, without the reserves the planner holds.
+    """Return each turn's tokens, by turn id, without the reserve no message holds.
 
-    The reserves are what the transcript prices beyond the format's ``count_tokens``: the head's
-    (its price with no system text: ``Format.head(None)``) and then, where any remain, each
-    message's own (its price as a transcript turn over its ``count_tokens`` alone). A head turn
-    left with nothing (no system text) is left out.
+    A turn's tokens are its estimate, as the format's ``count_tokens`` prices it; a request-level
+    head turn's leave out the head's reserve (its price with no system text:
+    ``Format.head(None)``, Anthropic's room for the filler that may open a request), and a head
+    turn left with nothing (no system text) is left out. So the figures add up to the format's
+    ``count_tokens`` less what an empty request counts.
     """
     fmt = job.conversation.format
-    estimator = job.estimator
-    reserve = sum(turn.token_estimate for turn in fmt.head(None, estimator=estimator))
-    sent = fmt.count_tokens(
-        job.conversation.messages, estimator=estimator, system=job.conversation.system
-    )
-    empty = fmt.count_tokens([], estimator=estimator)
+    reserve = sum(turn.token_estimate for turn in fmt.head(None, estimator=job.estimator))
     content: dict[str, int] = {}
     for turn in job.transcript.turns:
         if job.binding.parts[turn.turn_id].index is not None:
             content[turn.turn_id] = turn.token_estimate
         elif turn.token_estimate > reserve or turn.content:
             content[turn.turn_id] = max(0, turn.token_estimate - reserve)
-    left = sum(content.values()) - (sent - fmt.request_overhead(estimator))
-    for turn in job.transcript.turns:  # reserves on messages (Anthropic's before a thinking turn)
-        if left <= 0:
-            break
-        part = job.binding.parts[turn.turn_id]
-        if part.index is None or part.siblings != 1:
-            continue
-        alone = fmt.count_tokens([job.conversation.messages[part.index]], estimator=estimator)
-        extra = min(left, max(0, turn.token_estimate - (alone - empty)))
-        content[turn.turn_id] -= extra
-        left -= extra
     return content
 
 

@@ -15,9 +15,11 @@ A turn's ``metadata`` is the caller's, but the keys under the ``cutctx.`` prefix
   it, which the formats record and ``exclude_tools`` reads.
 - ``PRIORITY_METADATA`` (``cutctx.priority``): a turn's priority, an integer in decimal, which
   the formats record and the priority policy reads.
-- ``FRAMING_METADATA`` (``cutctx.framing``): on an observation (a user message read as a tool
-  result), the tokens its message costs beyond what a tool result's stub is priced at (its
-  role's, with a tokenizer), in decimal; a stub of it is priced with them.
+- ``FRAMING_METADATA`` (``cutctx.framing``): on a tool result whose message costs more than its
+  text (an observation — a user message read as a tool result — its role's tokens with a
+  tokenizer; a Chat tool message its ``name``), those tokens in decimal; a stub of it is priced
+  with them, as the format's ``count_tokens`` prices the stub's message. It is turn metadata
+  only: no message is sent with it.
 
 A provider message may carry two keys of context-clipper's, which the formats read and never send
 on: ``STICKY_KEY`` (``"sticky"``: ``true`` pins the message's turns) and ``PRIORITY_KEY``

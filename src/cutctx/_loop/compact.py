@@ -250,8 +250,6 @@ class _Job:
             priority=priority,
             pin=pin,
         )
-        # The budget below leaves the request's overhead out of the messages' room instead.
-        transcript = Transcript(transcript.turns)
         if observation is not None:
             transcript, binding = observed(
                 fmt,
@@ -263,7 +261,8 @@ class _Job:
             )
         if keep_first:
             transcript = pin_first_messages(transcript, binding, keep_first)
-        # The messages' budget leaves room for what the request costs beyond them.
+        # The transcript carries the request's overhead (a reply's priming, Bedrock's reserved
+        # filler) as its request_tokens: its estimate is the format's count_tokens.
         room = check_count("compact_messages", "max_tokens", max_tokens)
         cap = (
             None
@@ -271,7 +270,7 @@ class _Job:
             else tokens_of("max_result_tokens", max_result_tokens, room, owner="compact_messages")
         )
         budget = CompactionBudget(
-            max(0, room - fmt.request_overhead(chosen)),
+            room,
             protected_recent_turns,
             max_result_tokens=cap,
         )
@@ -310,10 +309,10 @@ class _Job:
     def _check(self, texts: dict[str, str]) -> None:
         """Raise if the summaries, priced as the messages they become, push a fitting plan over.
 
-        The plan's messages had ``max_tokens`` less the request's overhead (a format's reply
-        priming, Bedrock's reserved filler), so the overhead is counted here too.
+        The plan's figures hold the request's overhead (a format's reply priming, Bedrock's
+        reserved filler), as the format's ``count_tokens`` does.
         """
-        total = self.plan.tokens_after_estimate + self.fmt.request_overhead(self.estimator)
+        total = self.plan.tokens_after_estimate
         over: list[str] = []
         for request in self.plan.summarization_requests:
             cost = self.fmt.price_summary(texts[request.group_id], estimator=self.estimator)
@@ -522,11 +521,14 @@ def observed(  # noqa: PLR0917 - the job's pieces, as named there
         estimator,
         keep_first=keep_first,
     )
-    return Transcript(tuple(turns)), dataclasses.replace(binding, parts=parts)
+    return (
+        Transcript(tuple(turns), request_tokens=transcript.request_tokens),
+        dataclasses.replace(binding, parts=parts),
+    )
 
 
 def pin_first_messages(transcript: Transcript, binding: Binding[Any], count: int) -> Transcript:
     """Return ``transcript`` with the turns of its first ``count`` non-system messages pinned."""
     check_count("compact_messages", "keep_first", count)
     turns, _ = pin_first(transcript.turns, binding.parts, count)
-    return Transcript(tuple(turns))
+    return Transcript(tuple(turns), request_tokens=transcript.request_tokens)

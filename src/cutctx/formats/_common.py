@@ -25,6 +25,7 @@ from cutctx._core.metadata import (
     KIND_METADATA,
 )
 from cutctx._core.report import CompactedTranscript
+from cutctx._core.text_estimator import TextEstimator
 from cutctx._core.values import SUMMARY_TURN_ID_PREFIX, Role, Transcript, TranscriptTurn
 from cutctx.formats._images import (
     OPENAI_IMAGE_BASE_TOKENS,
@@ -561,3 +562,12 @@ def system_text(fmt: str, system: object, pricer: Pricer) -> tuple[str, int] | N
     raise fail(
         fmt, None, f"system must be a string or a list of blocks, got {type(system).__name__}"
     )
+
+
+def counting(estimator: TokenEstimator | None) -> TokenEstimator:
+    """Return the estimator a format's ``count_tokens`` prices with: ``TextEstimator()`` by default.
+
+    The messages API's one default (``compact_messages``, ``ContextWindow``), so a history
+    counted at most ``max_tokens`` comes back from ``compact_messages`` as it was.
+    """
+    return TextEstimator() if estimator is None else estimator

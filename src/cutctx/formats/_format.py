@@ -18,6 +18,7 @@ from cutctx.formats._common import (
     Binding,
     Part,
     Pricer,
+    counting,
     system_text,
     system_turn,
 )
@@ -191,6 +192,7 @@ class Format[M](ABC):
         system: object = None,
     ) -> int:
         """Return what ``messages`` (and ``system``) cost as one request."""
+        estimator = counting(estimator)
         pricer = self.pricer(estimator)
         transcript, _ = self.to_transcript(messages, estimator=pricer.estimator, system=system)
         return transcript.token_estimate()  # request_tokens: the request's overhead

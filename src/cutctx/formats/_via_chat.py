@@ -32,6 +32,7 @@ from cutctx.formats._common import (
     Part,
     Pricer,
     collect,
+    counting,
     fail,
 )
 from cutctx.formats._format import Format, Presentation, Rendered, WindowHooks, presentation_of
@@ -212,6 +213,7 @@ class ViaChat[M](Format[M], WindowHooks[M], Presentation):
         estimator: TokenEstimator | None = None,
         system: object = None,
     ) -> int:
+        estimator = counting(estimator)
         pricer = Pricer.of(self.name, estimator)
         _, mapped = self.read(messages)
         flat = [chat.message for chats in mapped for chat in chats]

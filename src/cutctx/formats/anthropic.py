@@ -46,6 +46,7 @@ from cutctx.formats._common import (
     as_json,
     check_dict,
     collect,
+    counting,
     fail,
     field_of,
     is_empty,
@@ -192,8 +193,9 @@ class _Anthropic(Format[Message], WindowHooks[Message], Presentation):
                 message = dict(message)
                 message["content"] = content
             built.append((message, piece.cost, piece.index))
-        filler = _reserve(pricer)
-        messages, costs, joined_ = alternate(built, filler)
+        # A filler costs nothing as a message: its price is reserved (by the head, and by each
+        # assistant message with thinking or compaction), as count_tokens reads it.
+        messages, costs, joined_ = alternate(built, 0)
         return Rendered(restore(binding, messages), costs, joined_)
 
     def count_tokens(
@@ -203,11 +205,12 @@ class _Anthropic(Format[Message], WindowHooks[Message], Presentation):
         estimator: TokenEstimator | None = None,
         system: object = None,
     ) -> int:
+        estimator = counting(estimator)
         pricer = Pricer.of(FORMAT, estimator)
         (head,) = self.head(system, estimator=pricer.estimator)
-        read, reserved = _scan(messages, pricer.estimator, strict=False)
-        total = head.token_estimate + sum(turn.token_estimate for turn in read.turns)
-        return total - reserved - _reserve(pricer)
+        read, _ = _scan(messages, pricer.estimator, strict=False)
+        # The filler reserves are counted, as every request the formats make prices them.
+        return head.token_estimate + sum(turn.token_estimate for turn in read.turns)
 
     def mark_cache(self, request: list[Message], stable: int, system: object) -> list[Message]:
         marked = list(request)
@@ -282,16 +285,21 @@ def count_tokens(
 ) -> int:
     """Return what ``messages`` and ``system`` cost under this format's pricing rules.
 
-    The filler and framing reserves that ``to_transcript`` adds to its estimates are not
-    counted: a run of messages of one role is framed once, as the API merges it. Counting needs
-    no valid request: a partial history (a ``tool_use`` still waiting for its result) is priced
-    message by message.
+    That is the sum of the turns' estimates, the filler reserves included (one on the ``system``
+    turn, one on each assistant message with thinking or compaction), as ``to_transcript``,
+    ``compact_messages`` and the window price a request; a filler message (``FILLER_TEXT``)
+    costs nothing, its price being reserved. The estimator is ``TextEstimator()`` by default, as
+    ``compact_messages``'. Counting needs no valid request: a partial history (a ``tool_use``
+    still waiting for its result, two messages of one role in a row) is priced message by message.
 
-    >>> count_tokens([{"role": "user", "content": "twelve chars"}])
-    3
+    >>> count_tokens([{"role": "user", "content": "twelve chars"}])  # 3, and the reserve's 7
+    10
 
     Raises:
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
+
+    .. versionchanged:: 0.1.1
+       The filler reserves are counted, and the default estimator is ``TextEstimator()``.
     """
     return ANTHROPIC.count_tokens(messages, estimator=estimator, system=system)
 
@@ -472,6 +480,9 @@ def _user(  # noqa: PLR0917 - one private call site
     result may follow in the run).
     """
     turn_id = f"m{index}"
+    if content == FILLER_TEXT:  # a filler the format put in: its price is reserved elsewhere
+        out.whole(TranscriptTurn(turn_id, Role.USER, "", 0), index)
+        return set(), True
     if not isinstance(content, list | tuple):
         text, cost = blocks(pricer, index, content, "content")
         out.whole(TranscriptTurn(turn_id, Role.USER, text, pricer.framing + cost), index)

@@ -47,6 +47,7 @@ from cutctx.formats._common import (
     Pricer,
     block_pieces,
     check_dict,
+    counting,
     fail,
     field_of,
     framed_content,
@@ -167,6 +168,7 @@ class _BedrockConverse(Format[Message], WindowHooks[Message], Presentation):
         estimator: TokenEstimator | None = None,
         system: object = None,
     ) -> int:
+        estimator = counting(estimator)
         pricer = self.pricer(estimator)
         head = self.head(system, estimator=pricer.estimator)
         read = _ConverseReader(pricer, strict=False).read(messages, final=True)
@@ -262,9 +264,10 @@ def count_tokens(
     That is the sum of the turns' estimates (a message holding reasoning with its filler
     reserve) plus ``request_overhead``, the reserve of the filler that may open a request. A
     partial history (a ``toolUse`` still waiting for its result) is priced message by message.
+    The estimator is ``TextEstimator()`` by default, as ``compact_messages``'.
 
     >>> count_tokens([{"role": "user", "content": [{"text": "twelve chars"}]}])
-    11
+    10
 
     Raises:
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
@@ -272,7 +275,8 @@ def count_tokens(
     .. versionadded:: 0.1.1
 
     .. versionchanged:: 0.1.1
-       The opening filler's reserve is the request's overhead, no longer the head turn's.
+       The opening filler's reserve is the request's overhead, no longer the head turn's; the
+       default estimator is ``TextEstimator()``.
     """
     return BEDROCK_CONVERSE.count_tokens(messages, estimator=estimator, system=system)
 

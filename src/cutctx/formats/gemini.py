@@ -39,6 +39,7 @@ from cutctx.formats._common import (
     Message,
     Pricer,
     block_pieces,
+    counting,
     fail,
     framed_content,
     joined,
@@ -163,6 +164,7 @@ class _Gemini(Format[Message], WindowHooks[Message], Presentation):
         estimator: TokenEstimator | None = None,
         system: object = None,
     ) -> int:
+        estimator = counting(estimator)
         pricer = self.pricer(estimator)
         head = self.head(system, estimator=pricer.estimator)
         read = _GeminiReader(pricer, strict=False).read(messages, final=True)

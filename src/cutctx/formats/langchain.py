@@ -15,8 +15,8 @@ is the caller's own, a masked one a ``model_copy`` with the stub as its content,
 >>> transcript, binding = to_transcript(messages)
 >>> transcript.turn_ids(), from_transcript(transcript, binding) == messages
 (('m0', 'm1'), True)
->>> count_tokens(messages)
-6
+>>> count_tokens(messages)  # by TextEstimator(), compact_messages' default
+9
 
 .. versionadded:: 0.1.1
 """

@@ -31,6 +31,7 @@ from cutctx.formats._common import (
     as_json,
     check_dict,
     collect,
+    counting,
     fail,
     is_empty,
     joined,
@@ -154,6 +155,7 @@ class _OpenAIChat(Format[Message], WindowHooks[Message], Presentation):
         estimator: TokenEstimator | None = None,
         system: object = None,
     ) -> int:
+        estimator = counting(estimator)
         pricer = self.pricer(estimator)
         head = self.head(system, estimator=pricer.estimator)
         read = _build(messages, pricer.estimator, strict=False)
@@ -312,7 +314,8 @@ def count_tokens(
     That is the sum of their turns' estimates plus ``request_overhead(estimator)``: with a
     ``TokenizerEstimator`` the reply's priming, so plain-text messages cost exactly what
     OpenAI's ``num_tokens_from_messages`` counts. Counting needs no valid request: a partial
-    history (a tool call still waiting for its answer) is priced message by message.
+    history (a tool call still waiting for its answer) is priced message by message. The
+    estimator is ``TextEstimator()`` by default, as ``compact_messages``'.
 
     >>> count_tokens([{"role": "user", "content": "twelve chars"}])
     3
@@ -321,7 +324,8 @@ def count_tokens(
         ValidationError: for a field of the wrong type, as ``to_transcript`` does.
 
     .. versionchanged:: 0.1.1
-       With a ``TokenizerEstimator``: the roles, 1 per ``name`` and the reply's priming.
+       With a ``TokenizerEstimator``: the roles, 1 per ``name`` and the reply's priming. The
+       default estimator is ``TextEstimator()``.
     """
     return OPENAI_CHAT.count_tokens(messages, estimator=estimator, system=system)
 

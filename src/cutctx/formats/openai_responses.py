@@ -29,6 +29,7 @@ from cutctx.formats._common import (
     Part,
     Pricer,
     collect,
+    counting,
     excerpt_content,
     fail,
     field_of,
@@ -174,6 +175,7 @@ class _OpenAIResponses(Format[Message], WindowHooks[Message], Presentation):
         estimator: TokenEstimator | None = None,
         system: object = None,
     ) -> int:
+        estimator = counting(estimator)
         pricer = Pricer.of(FORMAT, estimator)
         head = self.head(system, estimator=pricer.estimator)
         read = _build(messages, pricer.estimator, strict=False)

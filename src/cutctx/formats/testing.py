@@ -14,7 +14,7 @@ and ``recall`` rely on, over histories you give (valid ones, as your provider ac
   (``count_tokens``) is no more than the view's estimate (which holds ``request_overhead`` as
   the transcript's ``request_tokens``);
 - **summaries**: a summary is rendered with ``summary_text(text)`` (``SUMMARY_LABEL`` first) and
-  priced by ``price_summary``;
+  priced by ``price_summary``: a request of it alone counts that beyond an empty request;
 - **masking and excerpts**: a masked or excerpted tool result renders its stub or excerpt, and
   the rendered request reads back (``to_transcript``) without an error;
 - **pairing**: every tool result (a ``TOOL`` turn) shares its ``tool_call_id`` with a turn
@@ -275,7 +275,8 @@ def _check_summary(  # noqa: PLR0917 - one private call site
         problem("a summary is not rendered as summary_text(text)")
     made = [m for m in rendered.messages if not any(m is kept for kept in binding.originals)]
     alone = [fmt.count_tokens([m], estimator=estimator) for m in made]
-    if made and price not in [a - fmt.request_overhead(estimator) for a in alone]:
+    empty = fmt.count_tokens([], estimator=estimator)  # the request's own cost (its overhead)
+    if made and price not in [a - empty for a in alone]:
         problem(f"price_summary says {price}, the rendered summary counts {alone}")
     summary = next(t for t in done.transcript.turns if t.turn_id.startswith("summary:"))
     priced = Transcript(

@@ -108,11 +108,11 @@ class TestToTranscript:
         keys = [t.tool_call_id for t in transcript.turns]
         assert keys == [None, None, "m1", "m1", "m1", "m1", None, None, None]
 
-    def test_count_tokens_leaves_out_the_filler_reserves(self) -> None:
-        assert (
-            anthropic.count_tokens(CONVO, estimator=WORDS, system=SYSTEM)
-            == sum(COSTS) - 2 * RESERVE
-        )
+    def test_count_tokens_counts_the_filler_reserves_as_compact_messages_does(self) -> None:
+        # One count: what the window and compact_messages price the request at, reserves in.
+        transcript, _ = anthropic.to_transcript(CONVO, estimator=WORDS, system=SYSTEM)
+        counted = anthropic.count_tokens(CONVO, estimator=WORDS, system=SYSTEM)
+        assert counted == transcript.token_estimate() == sum(COSTS)
 
     def test_the_system_turn_exists_without_a_system_prompt(self) -> None:
         transcript, binding = anthropic.to_transcript(CONVO[:1], estimator=WORDS)
@@ -132,7 +132,8 @@ class TestToTranscript:
     def test_images_are_priced_by_their_size(self, size: tuple[int, int], expected: int) -> None:
         source = {"type": "base64", "media_type": "image/png", "data": png(*size) + "A" * 9000}
         message: dict[str, Any] = {"role": "user", "content": [{"type": "image", "source": source}]}
-        assert anthropic.count_tokens([message], estimator=WORDS) == 3 + expected
+        # the system turn's filler reserve, the message's framing, the image
+        assert anthropic.count_tokens([message], estimator=WORDS) == RESERVE + 3 + expected
 
     def test_other_media_and_blocks_are_priced_by_the_documented_rules(self) -> None:
         content = [
@@ -154,9 +155,9 @@ class TestToTranscript:
                 "citations": {"enabled": True},
             },
         ]
-        # 1600 + 3000 + 3 + 2 + search result: title 2 + source 1 + text 3
+        # reserve, framing, 1600 + 3000 + 3 + 2 + search result: title 2 + source 1 + text 3
         assert anthropic.count_tokens([{"role": "user", "content": content}], estimator=WORDS) == (
-            3 + 1600 + 3000 + 3 + 2 + 6
+            RESERVE + 3 + 1600 + 3000 + 3 + 2 + 6
         )
 
     def test_redacted_thinking_is_priced_by_its_data(self) -> None:
@@ -461,9 +462,8 @@ class TestServerBlocks:
 
     def test_new_blocks_are_priced_by_the_documented_rules(self) -> None:
         def cost(block: dict[str, Any]) -> int:
-            return (
-                anthropic.count_tokens([{"role": "user", "content": [block]}], estimator=WORDS) - 3
-            )
+            message = {"role": "user", "content": [block]}  # less the reserve and framing
+            return anthropic.count_tokens([message], estimator=WORDS) - RESERVE - 3
 
         assert cost(SEARCH_USE) == 3 + 1 + 1  # framing, name, '{"query":"rain"}'
         assert cost(MCP_USE) == 3 + 1 + 1
@@ -534,13 +534,10 @@ class TestProviderRules:
         prefix = CONVO[:2]  # two tool_use blocks still waiting for their results
         with pytest.raises(ValidationError, match="no tool_result"):
             anthropic.to_transcript(prefix)
-        assert anthropic.count_tokens(prefix, estimator=WORDS, system=SYSTEM) == (
-            COSTS[0] - RESERVE + COSTS[1] + COSTS[2] - RESERVE
-        )
-        # no validity needed at all: a results message alone, then a user message the API
-        # merges into it (framed once)
+        assert anthropic.count_tokens(prefix, estimator=WORDS, system=SYSTEM) == sum(COSTS[:3])
+        # no validity needed at all: a results message alone, two user messages in a row
         assert anthropic.count_tokens([CONVO[2], CONVO[4]], estimator=WORDS) == (
-            sum(COSTS[3:6]) + COSTS[7] - WORDS.per_message
+            RESERVE + sum(COSTS[3:6]) + COSTS[7]
         )
 
 

@@ -21,6 +21,7 @@ from cutctx import (
     DropOldestPolicy,
     ObservationMaskingPolicy,
     Role,
+    TextEstimator,
     TokenizerEstimator,
     Transcript,
     TranscriptTurn,
@@ -236,14 +237,14 @@ class TestCompactMessagesOnChat:
         masked = compact_messages(WEATHER, max_tokens=190, format="openai_chat", estimator=WORDS)
         assert masked.report.masked_turn_ids == ("m3",)
         assert masked.messages[3]["content"] == stub(SUNNY, 53)
-        assert masked.plan.tokens_after_estimate == 223 - 53 + 12
+        assert masked.plan.tokens_after_estimate == 223 + REPLY_PRIMING_TOKENS - 53 + 12
         floor = compact_messages(WEATHER, max_tokens=150, format="openai_chat", estimator=WORDS)
         assert floor.report.masked_turn_ids == ("m3", "m4")  # m4 is inside the floor
         assert floor.report.dropped_turn_ids == ()
         dropped = compact_messages(WEATHER, max_tokens=100, format="openai_chat", estimator=WORDS)
         assert dropped.report.dropped_turn_ids == ("m1", "m2", "m3", "m4")
         assert dropped.messages == [WEATHER[0], *WEATHER[5:]]
-        assert dropped.plan.tokens_after_estimate == 9 + 10 + 8 + 11 + 43 + 7
+        assert dropped.plan.tokens_after_estimate == 9 + 10 + 8 + 11 + 43 + 7 + REPLY_PRIMING_TOKENS
         assert chat_problems(dropped.messages) == []
 
     def test_the_input_is_left_as_it_was(self) -> None:
@@ -468,10 +469,39 @@ class TestCountTokens:
         assert view.report.masked_turn_ids == ("m3",)
         assert openai_chat.count_tokens(out, estimator=CL100K) == plan.tokens_after_estimate
 
-    def test_the_character_default_prices_as_before(self) -> None:
+    def test_a_masked_named_tool_message_is_priced_with_its_name_and_keeps_every_field(
+        self,
+    ) -> None:
+        """A tool message's ``name`` is sent with its stub: the plan prices it (as count_tokens
+        does), and the copy sent changes only its content."""
+        messages = [*WEATHER[:3], *WEATHER[3:5]]
+        messages[3] = {**messages[3], "name": "get_weather", "content": "error: miss\n" * 100}
+        transcript, binding = openai_chat.to_transcript(messages, estimator=CL100K)
+        policy = ObservationMaskingPolicy(0, estimator=CL100K)
+        plan = policy.decide(transcript, CompactionBudget(max_tokens=80, protected_recent_turns=0))
+        view = CompactionExecutor().apply(transcript, plan)
+        out = openai_chat.from_transcript(view, binding)
+        assert view.report.masked_turn_ids == ("m3",)
+        assert out[3] == {**messages[3], "content": out[3]["content"]}
+        assert out[3]["content"].startswith("[tool result masked by cutctx]")
+        assert openai_chat.count_tokens(out, estimator=CL100K) == plan.tokens_after_estimate
+
+    def test_to_transcript_keeps_the_character_default_and_count_tokens_the_text_estimator(
+        self,
+    ) -> None:
         transcript, _ = openai_chat.to_transcript(WEATHER, system="Be brief, please.")
         assert [turn.token_estimate for turn in transcript.turns] == WEATHER_CHARS
-        assert openai_chat.count_tokens(WEATHER, system="Be brief, please.") == sum(WEATHER_CHARS)
+        chars = CharRatioEstimator()
+        assert openai_chat.count_tokens(
+            WEATHER, system="Be brief, please.", estimator=chars
+        ) == sum(WEATHER_CHARS)
+        # count_tokens shares compact_messages' default: the text estimator
+        assert openai_chat.count_tokens(WEATHER) == openai_chat.count_tokens(
+            WEATHER, estimator=TextEstimator()
+        )
+        assert openai_chat.count_tokens(WEATHER) != openai_chat.count_tokens(
+            WEATHER, estimator=chars
+        )
         assert openai_chat.count_tokens(WEATHER, estimator=CharRatioEstimator(2.5)) == 418
 
 

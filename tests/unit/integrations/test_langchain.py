@@ -130,8 +130,9 @@ def config(thread: str = "t1") -> Any:
 def audit(requests: list[list[BaseMessage]]) -> Audit[BaseMessage]:
     checked: Audit[BaseMessage] = Audit(
         problems=lambda request: chat_problems(convert_to_openai_messages(request)),
-        count=count_tokens,
-        price=lambda message: count_tokens([message]),
+        # counted with the window's estimator, four characters a token
+        count=lambda request: count_tokens(request, estimator=CharRatioEstimator()),
+        price=lambda message: count_tokens([message], estimator=CharRatioEstimator()),
         holds_task=lambda request: any(
             isinstance(message, HumanMessage) and message.content == TASK for message in request
         ),

@@ -109,8 +109,11 @@ def session() -> tuple[ScriptedModel, ContextWindowFilter, list[dict[str, Any]]]
 def audit(scripted: ScriptedModel) -> Audit[Any]:
     checked: Audit[Any] = Audit(
         problems=lambda items: responses_problems(list(items)),
-        count=lambda items: openai_responses.count_tokens(items, system=SYSTEM),
-        price=lambda item: openai_responses.count_tokens([item]),
+        # counted with the filter's estimator, four characters a token
+        count=lambda items: openai_responses.count_tokens(
+            items, system=SYSTEM, estimator=CharRatioEstimator()
+        ),
+        price=lambda item: openai_responses.count_tokens([item], estimator=CharRatioEstimator()),
         holds_task=lambda items: {"role": "user", "content": TASK} in items,
     )
     for call in scripted.calls:

@@ -139,8 +139,11 @@ def holds_task(request: list[ModelMessage]) -> bool:
 def audit(scripted: Scripted) -> Audit[ModelMessage]:
     checked: Audit[ModelMessage] = Audit(
         problems=lambda request: chat_problems(sent_by_pydantic_ai(request)),
-        count=lambda request: count_tokens(request, system=INSTRUCTIONS),
-        price=lambda message: count_tokens([message]),
+        # counted with the processor's estimator, four characters a token
+        count=lambda request: count_tokens(
+            request, system=INSTRUCTIONS, estimator=CharRatioEstimator()
+        ),
+        price=lambda message: count_tokens([message], estimator=CharRatioEstimator()),
         holds_task=holds_task,
     )
     for request in scripted.requests:
