@@ -102,7 +102,7 @@ def window_peak(fmt: FormatName, kind: str, max_tokens: int, **options: Any) -> 
 
 class TestTheDefaultEstimator:
     def test_the_window_and_compact_messages_default_to_the_text_estimator(self) -> None:
-        window = ContextWindow("openai_chat", max_tokens=8000)
+        window = ContextWindow("openai_chat", max_tokens=5000)
         request = window.prepare(history("openai_chat", "logs", STEPS))
         assert window.last is not None
         assert window.last.plan.estimator_name == TextEstimator.name

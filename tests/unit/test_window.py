@@ -1679,7 +1679,7 @@ class TestSmallWindowCuts:
             before = window.stats.compactions
             request = window.prepare(history[:end])
             compacted.append(window.stats.compactions > before)
-            assert openai_chat.count_tokens(request) <= 1_000
+            assert openai_chat.count_tokens(request, estimator=CHARS) <= 1_000
             assert request[0] is history[0]
             assert not chat_problems(request)
             assert not any("masked by cutctx" in str(m.get("content")) for m in request)

@@ -613,7 +613,7 @@ class TestRunsOfOneRole:
         out = anthropic.from_transcript(transcript, binding)
         assert all(a is b for a, b in zip(out, messages, strict=True))
 
-    def test_a_run_is_priced_as_the_one_message_the_api_merges_it_into(self) -> None:
+    def test_a_run_is_framed_once_by_the_api_and_its_later_framings_are_reserved(self) -> None:
         run = [{"role": "user", "content": "one two"}, {"role": "user", "content": "three"}]
         merged = [
             {
@@ -621,13 +621,13 @@ class TestRunsOfOneRole:
                 "content": [{"type": "text", "text": "one two"}, {"type": "text", "text": "three"}],
             }
         ]
-        assert anthropic.count_tokens(run, estimator=WORDS) == 3 + 3
-        assert anthropic.count_tokens(run, estimator=WORDS) == anthropic.count_tokens(
-            merged, estimator=WORDS
-        )
         # the estimate keeps one framing on each message: a bound if they are separated
         transcript, _ = anthropic.to_transcript(run, estimator=WORDS)
         assert [turn.token_estimate for turn in transcript.turns[1:]] == [3 + 2, 3 + 1]
+        # and count_tokens is that estimate (one count): the merged message's, and one framing
+        counted = anthropic.count_tokens(run, estimator=WORDS)
+        assert counted == transcript.token_estimate()
+        assert counted == anthropic.count_tokens(merged, estimator=WORDS) + 3
 
     def test_count_tokens_agrees_with_the_documented_pricing_on_a_claude_code_history(
         self,
@@ -745,7 +745,7 @@ class TestSystemMessages:
         turn = transcript.turns[4]
         assert (turn.turn_id, turn.role, turn.tool_call_id) == ("m3", Role.SYSTEM, None)
         note = anthropic.count_tokens([self.SYSTEM_NOTE], estimator=WORDS)
-        assert note == 3 + 6
+        assert note == 3 + 6 + 2 * RESERVE  # the request's reserve, and its own (a filler)
         # the SDK's text blocks are read as the string is
         blocks = {
             "role": "system",
