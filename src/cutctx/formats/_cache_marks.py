@@ -91,12 +91,19 @@ def with_cache_control(request: list[Any], marked: Sequence[tuple[object, object
     by_block, by_use = _marked_blocks(marked)
     if not by_block and not by_use:
         return request
+    pairs = [
+        (plain, by_block[id(plain)])
+        for held, _ in marked
+        if type(held) is dict
+        for plain in _content(held)
+        if id(plain) in by_block
+    ]
     made = list(request)
     for position, message in enumerate(request):
         content = message.get("content") if type(message) is dict else None
         if type(content) is not list:
             continue
-        blocks = [_remarked(block, by_block, by_use) for block in content]
+        blocks = [_remarked(block, by_block, by_use, pairs) for block in content]
         if any(map(operator.is_not, blocks, content)):
             made[position] = {**message, "content": blocks}
     return made
@@ -121,11 +128,24 @@ def _marked_blocks(
     return by_block, by_use
 
 
-def _remarked(block: object, by_block: dict[int, object], by_use: dict[str, object]) -> object:
-    """Return the caller's marked ``block``, or a rewritten tool result with its marker."""
+def _remarked(
+    block: object,
+    by_block: dict[int, object],
+    by_use: dict[str, object],
+    pairs: Sequence[tuple[object, object]] = (),
+) -> object:
+    """Return the caller's marked ``block``, or a rewritten tool result with its marker.
+
+    A block is the caller's by identity with the held one, or, in a message the window made
+    before (a restored state holds its copy), by equal content.
+    """
     own = by_block.get(id(block))
     if own is not None:
         return own
+    if type(block) is dict and _KEY not in block:
+        for plain, caller in pairs:
+            if plain == block:
+                return caller
     if type(block) is dict and _KEY not in block and block.get("type") == "tool_result":
         use = block.get("tool_use_id")
         if isinstance(use, str) and use in by_use:
