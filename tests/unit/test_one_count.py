@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 import tiktoken
 
-from cutctx import TextEstimator, TokenEstimator, TokenizerEstimator, compact_messages
-from cutctx.formats import resolve
+from cutctx import (
+    BudgetUnsatisfiable,
+    TextEstimator,
+    TokenEstimator,
+    TokenizerEstimator,
+    compact_messages,
+)
+from cutctx.formats import openai_chat, resolve
 from tests.unit.test_window import anthropic_history, session
 from tests.unit.test_window_bytes import converse_history
 
@@ -81,3 +89,38 @@ def test_tokens_before_is_count_tokens_with_keep_first_or_observations(options: 
     )
     assert made.report.tokens_before == count
     assert all(sent is own for sent, own in zip(made.messages, history, strict=True))
+
+
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "traces"
+
+
+def tau_histories() -> list[list[dict[str, Any]]]:
+    path = TRACES / "tau-bench-gpt-4o-airline.json"
+    if not path.exists():
+        pytest.skip(f"the real trajectories are not at {TRACES}")
+    keep = ("role", "content", "tool_calls", "tool_call_id", "name")
+    made = []
+    for item in json.loads(path.read_text())[:40]:
+        made.append([{k: m[k] for k in keep if m.get(k) is not None} for m in item["traj"]])
+    return made
+
+
+class TestTheDefaultFitsByARealCount:
+    def test_one_shot_compactions_of_real_histories_fit_by_cl100k(self) -> None:
+        """A plan the default estimate says fits is within max_tokens by cl100k too: the
+        default leaves its measured error as a margin."""
+        over = []
+        for number, history in enumerate(tau_histories()):
+            for share in (0.3, 0.5, 0.7):
+                real = openai_chat.count_tokens(history, estimator=CL100K)
+                budget = int(real * share)
+                try:
+                    made = compact_messages(history, format="openai_chat", max_tokens=budget)
+                except BudgetUnsatisfiable:
+                    continue
+                if made.plan.budget_unmet:
+                    continue
+                counted = openai_chat.count_tokens(made.messages, estimator=CL100K)
+                if counted > budget:
+                    over.append((number, share, counted, budget))
+        assert over == []

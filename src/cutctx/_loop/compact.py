@@ -8,13 +8,14 @@ applies, and maps the view back.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from baseaicore import ValidationError
 
-from cutctx._core.errors import SummaryMissing
+from cutctx._core.errors import BudgetUnsatisfiable, SummaryMissing
 from cutctx._core.estimators import resolve_estimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.metadata import PRIORITY_METADATA
@@ -64,6 +65,12 @@ __all__ = [
     "priority_policy",
 ]
 
+DEFAULT_COUNT_ERROR: Final = 1.1
+"""How far the default estimate may under-count a real tokenizer, as a factor: measured at 1.095
+at worst over the whole histories of the real trajectories, framing included (docs/performance.md,
+"TextEstimator"). ``compact_messages`` with the default estimator cuts to ``max_tokens`` divided
+by it, so the result fits by the count of a tokenizer such as cl100k too."""
+
 SUMMARY_PROMPT_ID: Final = "cutctx.summary"
 """The ``prompt_id`` of every request the default policy plans when ``summarize`` is given."""
 
@@ -110,7 +117,11 @@ def compact_messages[M](
     plan and apply. ``keep_first`` pins the first non-system messages (the task), so every plan
     keeps them. ``estimator`` prices everything (``TextEstimator()`` by default; a tiktoken
     encoding's name, ``"cl100k_base"``, counts with that tokenizer); a plan that fits means the
-    returned messages fit, counted by the format's ``count_tokens`` with the same estimator.
+    returned messages fit, counted by the format's ``count_tokens`` with the same estimator. A
+    history ``count_tokens`` counts within ``max_tokens`` comes back unchanged (the caller's own
+    objects); with the default estimator a cut aims at ``max_tokens / DEFAULT_COUNT_ERROR``
+    (1.1), the default's measured under-count of a real tokenizer, so the result fits by cl100k
+    too.
     With ``max_result_tokens`` (a fraction of ``max_tokens`` as a float, ``0.25``, or a token
     count as an int, ``2000``: the rule of ``ContextWindow``'s options), every tool result
     priced above it is sent as an excerpt (its first and last lines, within the cap) — in the
@@ -269,8 +280,13 @@ class _Job:
             if max_result_tokens is None
             else tokens_of("max_result_tokens", max_result_tokens, room, owner="compact_messages")
         )
+        planned = room
+        if estimator is None and transcript.token_estimate() > room:
+            # The default estimate is not a count: a plan that says it fits must fit by a real
+            # tokenizer too, so a cut leaves the default's measured error as a margin.
+            planned = max(1, math.floor(room / DEFAULT_COUNT_ERROR))
         budget = CompactionBudget(
-            room,
+            planned,
             protected_recent_turns,
             max_result_tokens=cap,
         )
@@ -285,7 +301,13 @@ class _Job:
                     max_result_tokens=cap,
                 )
             )
-        plan = policy.decide(transcript, budget)
+        try:
+            plan = policy.decide(transcript, budget)
+        except BudgetUnsatisfiable:
+            if planned == room:
+                raise
+            budget = CompactionBudget(room, protected_recent_turns, max_result_tokens=cap)
+            plan = policy.decide(transcript, budget)  # the margin does not fit: the budget
         return cls(fmt, transcript, binding, plan, summarize, chosen, max_tokens)
 
     def calls(self) -> list[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]]]:
