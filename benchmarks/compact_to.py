@@ -30,28 +30,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from pathlib import Path
-from typing import Any
 
 if not __package__:  # run as a script: the sibling benchmark is importable
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cutctx import ContextWindow
-from cutctx._core.digest import json_string_digest
 from needed_fact import (
     ESTIMATOR,
-    FACTS_PER_RESULT,
     SEED,
-    SYSTEM,
-    TASK,
-    WORDS,
     Pricer,
     Session,
-    draw,
-    exchange,
     run,
+    session,
 )
 
 STEPS = 300
@@ -70,30 +62,7 @@ FORMER_MOST_CUT = 10_000
 
 def profile_session(buckets: tuple[tuple[int, int, int], ...], steps: int) -> Session:
     """Return a seeded session whose results are drawn from ``buckets`` (low, high, weight)."""
-    rng = random.Random(SEED)
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": TASK},
-    ]
-    facts: list[list[tuple[str, str]]] = []
-    ends: list[int] = []
-    needed: list[tuple[str, str]] = []
-    for step in range(steps):
-        low, high, _ = rng.choices(buckets, [weight for *_, weight in buckets])[0]
-        size = rng.randint(low, high)
-        lines = [" ".join(rng.choices(WORDS, k=8)) for _ in range(max(4, size // 9))]
-        planted = []
-        for k in range(FACTS_PER_RESULT):
-            line = f"fact {step}.{k} = {rng.getrandbits(32):08x}"
-            lines.insert(rng.randrange(len(lines) + 1), line)
-            planted.append(line)
-        body = "\n".join(lines)
-        messages.extend(exchange(step, "read_log", f"Step {step}: reading the next log.", body))
-        digest = json_string_digest(body)
-        facts.append([(line, digest) for line in planted])
-        ends.append(len(messages))
-        needed.append(draw(rng, facts, step))
-    return Session(messages, ends, needed)
+    return session(steps, SEED, buckets)
 
 
 def compact_to_of(candidate: str, max_tokens: int) -> float | int | None:

@@ -115,8 +115,15 @@ def draw(
     return rng.choice(rng.choice(pool))
 
 
-def session(steps: int, seed: int = SEED) -> Session:
-    """Return a seeded session of ``steps`` tool steps with planted facts."""
+def session(
+    steps: int,
+    seed: int = SEED,
+    buckets: tuple[tuple[int, int, int], ...] = RESULT_BUCKETS,
+) -> Session:
+    """Return a seeded session of ``steps`` tool steps with planted facts.
+
+    ``buckets`` are the results' sizes as ``(low, high, weight)``.
+    """
     rng = random.Random(seed)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
@@ -126,7 +133,7 @@ def session(steps: int, seed: int = SEED) -> Session:
     ends: list[int] = []
     needed: list[tuple[str, str]] = []
     for step in range(steps):
-        low, high, _ = rng.choices(RESULT_BUCKETS, [w for *_, w in RESULT_BUCKETS])[0]
+        low, high, _ = rng.choices(buckets, [w for *_, w in buckets])[0]
         size = rng.randint(low, high)
         lines = [" ".join(rng.choices(WORDS, k=8)) for _ in range(max(4, size // 9))]
         planted = []
