@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pytest
 
 from cutctx import ContextWindow
-from cutctx.formats import FormatName
 from tests.unit.test_window import session
+
+if TYPE_CHECKING:
+    from cutctx.formats import FormatName
 
 
 def requests_of(window: ContextWindow, fmt: FormatName, *, read: bool) -> list[object]:
