@@ -23,6 +23,7 @@ from cutctx._core.executor import CompactionExecutor
 from cutctx._core.invariants import layout
 from cutctx._core.values import CompactionBudget, Transcript
 from cutctx._loop.compact import (
+    cut_budget,
     default_messages_policy,
     is_prioritized,
     pin_first_messages,
@@ -168,7 +169,7 @@ class Job:
         # so its estimate is the format's count_tokens and the plan is held to max_tokens.
         transcript = pin_first_messages(transcript, binding, settings.keep_first)
         budget = CompactionBudget(
-            settings.max_tokens,
+            cut_budget(transcript, settings.max_tokens, default=settings.tokenizer == "text"),
             settings.protected_recent_turns,
             max_result_tokens=settings.max_result_tokens,
         )
@@ -187,7 +188,15 @@ class Job:
         Raises:
             BudgetUnsatisfiable: when the untouchable turns alone exceed the budget.
         """
-        return dataclasses.replace(self, plan=self.policy.decide(self.transcript, self.budget))
+        try:
+            return dataclasses.replace(self, plan=self.policy.decide(self.transcript, self.budget))
+        except BudgetUnsatisfiable:
+            full = self.settings.max_tokens
+            if self.budget.max_tokens == full:
+                raise
+            budget = dataclasses.replace(self.budget, max_tokens=full)  # the margin does not fit
+            plan = self.policy.decide(self.transcript, budget)
+            return dataclasses.replace(self, budget=budget, plan=plan)
 
     def excerpt_hint(self) -> str | None:
         """Return the ``--max-result-tokens N`` that would make an unsatisfiable budget fit.

@@ -137,7 +137,10 @@ def _many(count: int, noun: str) -> str:
 def _budget(job: Job, counts: dict[Action, int]) -> str:
     """Return ``budget N; 3 kept, 1 masked``: the budget and what the plan did (if anything)."""
     done = ", ".join(f"{counts[action]} {_past(action)}" for action in Action if counts[action])
-    return f"budget {job.budget.max_tokens}; {done}" if done else f"budget {job.budget.max_tokens}"
+    budget = f"budget {job.settings.max_tokens}"
+    if job.budget.max_tokens != job.settings.max_tokens:  # the default estimate's margin
+        budget += f", cut to {job.budget.max_tokens} for the estimate's margin"
+    return f"{budget}; {done}" if done else budget
 
 
 def _past(action: Action) -> str:

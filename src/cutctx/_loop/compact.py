@@ -53,17 +53,32 @@ if TYPE_CHECKING:
     from cutctx._loop.settings import Observation
 
 __all__ = [
+    "DEFAULT_COUNT_ERROR",
     "SUMMARY_PROMPT_ID",
     "CompactedMessages",
     "acompact_messages",
     "afulfil",
     "compact_messages",
+    "cut_budget",
     "default_messages_policy",
     "fulfil",
     "is_prioritized",
     "pin_first_messages",
     "priority_policy",
 ]
+
+
+def cut_budget(transcript: Transcript, room: int, *, default: bool) -> int:
+    """Return the budget a one-shot plan of ``transcript`` is held to under ``room`` tokens.
+
+    ``room`` itself when the transcript fits it or the estimator was the caller's; with the
+    default estimator a cut aims at ``room / DEFAULT_COUNT_ERROR``: the default estimate is not
+    a count, and a plan that says it fits must fit by a real tokenizer too.
+    """
+    if not default or transcript.token_estimate() <= room:
+        return room
+    return max(1, math.floor(room / DEFAULT_COUNT_ERROR))
+
 
 DEFAULT_COUNT_ERROR: Final = 1.1
 """How far the default estimate may under-count a real tokenizer, as a factor: measured at 1.095
@@ -280,11 +295,7 @@ class _Job:
             if max_result_tokens is None
             else tokens_of("max_result_tokens", max_result_tokens, room, owner="compact_messages")
         )
-        planned = room
-        if estimator is None and transcript.token_estimate() > room:
-            # The default estimate is not a count: a plan that says it fits must fit by a real
-            # tokenizer too, so a cut leaves the default's measured error as a margin.
-            planned = max(1, math.floor(room / DEFAULT_COUNT_ERROR))
+        planned = cut_budget(transcript, room, default=estimator is None)
         budget = CompactionBudget(
             planned,
             protected_recent_turns,
