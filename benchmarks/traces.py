@@ -2,7 +2,7 @@
 
 Run ``python benchmarks/traces.py`` from the repository root (it needs the dev extras: tiktoken
 with its offline cl100k encoding, and the validators of ``tests/format_validators.py``) with the
-public trajectories beside the checkout, in ``../shared/data/traces/`` (or ``--data PATH``): the
+public trajectories in ``shared/data/traces/`` beside the checkout (or ``--data PATH``): the
 SWE-agent ``*.traj`` files (a ``history`` list each) and tau-bench's airline trajectories (a
 ``traj`` list each). Their README says where they come from; nothing of them is copied here.
 

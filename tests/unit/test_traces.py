@@ -1,7 +1,7 @@
 """Real trajectories replayed through the window: every request valid, within budget, with its
 task, and the caller's history unchanged.
 
-The trajectories are public data kept beside the checkout (``../shared/data/traces/``, described
+The trajectories are public data kept beside the checkout (``shared/data/traces/``, described
 by its README); without them these tests skip. ``benchmarks/traces.py`` replays all of them and
 measures what these tests only check.
 """
