@@ -17,12 +17,11 @@ tiktoken with its offline cl100k encoding). It builds the seeded corpus of
 
 ``--check`` (and ``--smoke``, which runs a small corpus once: the gate's check) fails when a
 text of any class lands outside 0.9-1.3 times cl100k. ``--version 1`` measures the earlier rules.
-``--traces`` measures real agent histories (``shared/data/traces/`` beside the checkout:
-tau-bench airline and SWE-agent, when present): per message and per whole history, cl100k's
-count of the messages' text (content and tool-call arguments) over the estimate — above 1 is an under-count — and
-the whole history as an OpenAI Chat request (``openai_chat.count_tokens``), cl100k's
-``TokenizerEstimator`` with its framing over the estimate. ``--json``
-prints the figures as JSON.
+``--traces`` measures real agent histories (``shared/data/traces/`` beside the checkout: tau-bench
+airline and SWE-agent, when present): per message and per whole history, cl100k's count of the
+messages' text (content and tool-call arguments) over the estimate — above 1 is an under-count —
+and the whole history as an OpenAI Chat request (``openai_chat.count_tokens``), cl100k's
+``TokenizerEstimator`` with its framing over the estimate. ``--json`` prints the figures as JSON.
 """
 
 from __future__ import annotations
