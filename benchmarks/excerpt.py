@@ -8,8 +8,9 @@ lines, Python source, and minified JSON on one line — and for each estimator (
 ``--repeat`` rounds of:
 
 * **pass**: one ``estimate_tokens`` over the text;
-* **excerpt**: ``excerpt_of`` (what the window and ``ExcerptingPolicy`` call for a tool result
-  over the cap), which prices the result itself and chooses the excerpt's lines;
+* **excerpt**: ``excerpt_of(..., quick=True)`` (what the window calls for a new tool result over
+  the cap), which prices the result itself and chooses the excerpt's lines; **exact**: the same
+  without ``quick`` (what ``ExcerptingPolicy`` and ``compact_messages`` call);
 * **prepare**: ``ContextWindow.prepare`` of a history whose one new message is the result (the
   window before it holds the task): reading and pricing the new message, excerpting it, and
   rendering the request.
@@ -127,7 +128,7 @@ def measure(text: str, estimator: TokenEstimator, max_tokens: int, rounds: int) 
     cap = int(CAP * max_tokens)
     own = estimator.estimate_tokens(text)
     turn = TranscriptTurn("r", Role.TOOL, text, own + 4, "c")
-    made = excerpt_of(turn, cap, estimator)
+    made = excerpt_of(turn, cap, estimator, quick=True)
     over = made is not None and made.token_estimate > cap
     steps = history(text)
 
@@ -147,11 +148,12 @@ def measure(text: str, estimator: TokenEstimator, max_tokens: int, rounds: int) 
             priced[0] += len(piece)
             return estimator.estimate_tokens(piece)
 
-    excerpt_of(turn, cap, Counting())
-    times: dict[str, list[float]] = {"pass": [], "excerpt": [], "prepare": []}
+    excerpt_of(turn, cap, Counting(), quick=True)
+    times: dict[str, list[float]] = {"pass": [], "excerpt": [], "exact": [], "prepare": []}
     for _ in range(rounds):
         times["pass"].append(timed(lambda: estimator.estimate_tokens(text)))
-        times["excerpt"].append(timed(lambda: excerpt_of(turn, cap, estimator)))
+        times["excerpt"].append(timed(lambda: excerpt_of(turn, cap, estimator, quick=True)))
+        times["exact"].append(timed(lambda: excerpt_of(turn, cap, estimator)))
         prepare()
     medians = {name: statistics.median(values) for name, values in times.items()}
     return {
@@ -162,6 +164,7 @@ def measure(text: str, estimator: TokenEstimator, max_tokens: int, rounds: int) 
         **{f"{name}_ms": 1000 * value for name, value in medians.items()},
         "priced_passes": priced[0] / len(text),
         "excerpt_passes": medians["excerpt"] / medians["pass"],
+        "exact_passes": medians["exact"] / medians["pass"],
         "prepare_passes": medians["prepare"] / medians["pass"],
     }
 
@@ -213,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"excerpt benchmark: {rounds} rounds, texts of {size} characters, cap {CAP}")
         print(
             f"{'text':<14}{'estimator':<15}{'window':>8}{'pass ms':>9}{'excerpt ms':>12}"
-            f"{'prepare ms':>12}{'excerpt/pass':>14}{'prepare/pass':>14}{'priced':>8}"
+            f"{'prepare ms':>12}{'excerpt/pass':>14}{'exact/pass':>12}{'prepare/pass':>14}"
+            f"{'priced':>8}"
         )
         for kind, text in corpus.items():
             for name, estimator in estimators().items():
@@ -223,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"{kind:<14}{name:<15}{max_tokens:>8}{row['pass_ms']:>9.1f}"
                         f"{row['excerpt_ms']:>12.1f}{row['prepare_ms']:>12.1f}"
-                        f"{row['excerpt_passes']:>14.2f}{row['prepare_passes']:>14.2f}"
+                        f"{row['excerpt_passes']:>14.2f}{row['exact_passes']:>12.2f}"
+                        f"{row['prepare_passes']:>14.2f}"
                         f"{row['priced_passes']:>8.2f}",
                         flush=True,
                     )

@@ -126,20 +126,29 @@ def bare_elision(text: str, price: Callable[[str], int], tool: str | None = None
     return said + "]"
 
 
-def documented_excerpt(
-    text: str, max_tokens: int, price: Callable[[str], int], framing: int = 0
-) -> str | None:
-    """The excerpt the documented split gives, found by trying every candidate in turn.
+def documented_candidates(
+    text: str,
+    max_tokens: int,
+    price: Callable[[str], int],
+    framing: int = 0,
+    *,
+    left: Callable[[int, int, int], int] | None = None,
+    places: int | None = None,
+) -> list[str]:
+    """Every excerpt the documented split makes that fits, in the order it takes them.
 
     Lines are taken first, last, second, second to last, ..., each candidate priced whole,
     until one does not fit; then the other end goes on alone; when no whole line of the head
-    fits, its head is cut at the last character that fits. For a price that never falls as text
-    is added, this is the longest excerpt that fits; it prices every candidate, so it is slow.
+    fits, its head is cut at every character in turn (with ``places``, at the multiples of
+    ``len(first line) // places``, at least one). ``left(head, tail, cut)`` is the elision
+    line's token figure (by default the original's price less the kept text's). The last
+    candidate is the longest that fits, for a price that never falls as text is added; it
+    prices every candidate, so it is slow. Empty when ``text`` fits whole or nothing fits.
     """
     room = max_tokens - framing
     total = price(text)
     if total <= room or not text:
-        return None
+        return []
     lines = lines_of(text)
     count = len(lines)
     digest = json_string_digest(text)
@@ -147,15 +156,23 @@ def documented_excerpt(
     def made(head: int, tail: int, cut: int = 0) -> str:
         kept_head = "".join(lines[:head]) + (lines[0][:cut] if cut else "")
         kept_tail = "".join(lines[count - tail :]) if tail else ""
-        left = max(0, total - price(kept_head + kept_tail))
-        said = elision_line(count - head - tail, left, digest, None, head + 1)
+        figure = (
+            max(0, total - price(kept_head + kept_tail)) if left is None else left(head, tail, cut)
+        )
+        said = elision_line(count - head - tail, figure, digest, None, head + 1)
         return kept_head + ("\n" if cut else "") + said + ("\n" if kept_tail else "") + kept_tail
 
+    fitting: list[str] = []
+
     def fits(head: int, tail: int, cut: int = 0) -> bool:
-        return price(made(head, tail, cut)) <= room
+        candidate = made(head, tail, cut)
+        if price(candidate) > room:
+            return False
+        fitting.append(candidate)
+        return True
 
     if not fits(0, 0):
-        return None
+        return []
     steps = 0
     while steps < count - 1 and fits((steps + 2) // 2, (steps + 1) // 2):
         steps += 1
@@ -166,8 +183,17 @@ def documented_excerpt(
     elif steps < count - 1:
         while head + tail < count - 1 and fits(head + 1, tail):
             head += 1
-    cut = 0
     if head == 0:
-        while cut < len(lines[0].removesuffix("\n")) - 1 and fits(0, tail, cut + 1):
-            cut += 1
-    return made(head, tail, cut)
+        size = 1 if places is None else max(1, len(lines[0]) // places)
+        cut = size
+        while cut < len(lines[0].removesuffix("\n")) and fits(0, tail, cut):
+            cut += size
+    return fitting
+
+
+def documented_excerpt(
+    text: str, max_tokens: int, price: Callable[[str], int], framing: int = 0
+) -> str | None:
+    """The excerpt the documented split gives: the last candidate that fits, or ``None``."""
+    candidates = documented_candidates(text, max_tokens, price, framing)
+    return candidates[-1] if candidates else None

@@ -17,8 +17,15 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from cutctx import TextEstimator
-from cutctx._core.excerpts import excerpt, page, shown_excerpt
-from tests.excerpt_cases import bare_elision, documented_excerpt, readings
+from cutctx._core.excerpts import (
+    _Excerpter,
+    excerpt,
+    page,
+    parse_excerpt,
+    priced_excerpt,
+    shown_excerpt,
+)
+from tests.excerpt_cases import bare_elision, documented_candidates, documented_excerpt, readings
 from tests.excerpt_cases import lines_of as _lines
 
 if TYPE_CHECKING:
@@ -184,6 +191,61 @@ def test_an_excerpt_is_the_one_trying_every_candidate_gives(
     estimate of the lines' prices that misleads it, a wrong correction from an exact price.
     """
     assert excerpt(text, cap, price) == documented_excerpt(text, cap, price)
+
+
+def quick(text: str, cap: int, price: Callable[[str], int]) -> str | None:
+    made = priced_excerpt(text, cap, price, quick=True)
+    return None if made is None else made[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=LONG_TEXTS,
+    cap=st.integers(min_value=20, max_value=3_000),
+    price=st.sampled_from([TextEstimator().estimate_tokens, words, lambda t: -(-len(t) // 4)]),
+)
+def test_a_quick_excerpt_is_a_documented_candidate_the_longest_or_within_1_percent(
+    text: str, cap: int, price: Callable[[str], int]
+) -> None:
+    """A window's quick excerpt is one that trying every candidate in turn meets (its head cut
+    at one of 1 024 places), and the longest that fits or one within 1 % of the cap (at least
+    2 tokens): it would catch a search that stops short of both, or leaves the documented split.
+    """
+    made = quick(text, cap, price)
+    left = _Excerpter(text, price(text), price, cap, None, quick=True).left
+    candidates = documented_candidates(text, cap, price, left=left, places=1024)
+    if made is None:
+        assert not candidates
+        return
+    assert made in candidates
+    assert made == candidates[-1] or cap - price(made) <= max(2, cap // 128)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=LONG_TEXTS,
+    cap=st.integers(min_value=20, max_value=3_000),
+    price=st.sampled_from([TextEstimator().estimate_tokens, words, lambda t: -(-len(t) // 4)]),
+)
+def test_a_quick_excerpts_tokens_left_out_are_the_exact_figure_within_10_percent(
+    text: str, cap: int, price: Callable[[str], int]
+) -> None:
+    """The quick figure is estimated from the original read in pieces, not priced per
+    candidate: within 10 % (and 8 tokens) of the original's price less the kept text's, even
+    where a piece mixes a 3 000-character run with short dense lines."""
+    made = quick(text, cap, price)
+    if made is None:
+        return
+    read = parse_excerpt(text, made)
+    assert read is not None
+    lines = _lines(text)
+    kept = (
+        "".join(lines[: read.head])
+        + lines[0][: read.cut]
+        + "".join(lines[len(lines) - read.tail :] if read.tail else [])
+    )
+    exact = max(0, price(text) - price(kept))
+    assert abs(read.left_tokens - exact) <= 8 + exact // 10
 
 
 def wobbly(text: str) -> int:

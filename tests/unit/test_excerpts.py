@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import math
+import random
 import re
 
 import pytest
 from baseaicore import ValidationError, sha256_of
 
-from cutctx import CharRatioEstimator, ObservationMaskingPolicy
+from cutctx import CharRatioEstimator, ObservationMaskingPolicy, TextEstimator
 from cutctx._core.excerpts import (
     elision_line,
     excerpt,
     lines_of,
     page,
     parse_excerpt,
+    priced_excerpt,
     shown_excerpt,
 )
 
@@ -216,6 +219,43 @@ class TestExcerpt:
     def test_is_deterministic(self) -> None:
         log = numbered(500)
         assert excerpt(log, 90, chars) == excerpt(log, 90, chars)
+
+    @pytest.mark.parametrize("indent", [2, None], ids=["indented", "one-line"])
+    @pytest.mark.parametrize("cap", [2_000, 8_000, 20_000])
+    def test_a_quick_excerpt_prices_each_candidate_once_and_few(
+        self, indent: int | None, cap: int
+    ) -> None:
+        """A window's excerpt: besides the original, what is priced is the original read in
+        pieces up to the excerpt's size and one or two whole candidates, under 3.5 times the
+        excerpt, whatever its shape (a JSON result on one line is cut at one of 1024 places)."""
+        rng = random.Random(7)
+        rows = [
+            {"id": n, "name": f"w{rng.randrange(10**6)}", "ok": n % 3 == 0} for n in range(3000)
+        ]
+        text = json.dumps(rows, indent=indent)
+        priced: list[int] = []
+
+        def counted(piece: str) -> int:
+            priced.append(len(piece))
+            return TextEstimator().estimate_tokens(piece)
+
+        made = priced_excerpt(text, cap, counted, quick=True)
+        assert made is not None
+        assert made[1] <= cap
+        assert priced.count(len(text)) == 1
+        assert sum(priced) - len(text) <= 3.5 * len(made[0])
+
+    def test_a_quick_excerpt_cuts_a_long_line_at_one_of_1024_places_within_1_percent(
+        self,
+    ) -> None:
+        line = "é" * 30_000
+        made = priced_excerpt(line, 2_000, chars, quick=True)
+        assert made is not None
+        cut, said = made[0].split("\n")
+        assert line.startswith(cut)
+        assert len(cut) % (30_000 // 1024) == 0
+        assert said.startswith("[cutctx: 1 line left out")
+        assert 2_000 - 2_000 // 128 <= made[1] == chars(made[0]) <= 2_000
 
     def test_prices_texts_near_the_excerpts_size_however_long_the_original(self) -> None:
         """The search gallops from the ends: besides the original itself, no text priced is

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import random
@@ -10,7 +11,8 @@ from typing import Any
 import pytest
 import tiktoken
 
-from cutctx import ContextWindow, TokenizerEstimator
+from cutctx import ContextWindow, TextEstimator, TokenizerEstimator, compact_messages
+from cutctx._core import text_estimator
 from cutctx.formats import openai_chat
 from tests.format_validators import chat_problems
 
@@ -98,3 +100,73 @@ class TestASmallCap:
             request = window.prepare(list(history))
             assert chat_problems(request) == []
             assert openai_chat.count_tokens(request, system=SYSTEM) <= 3000
+
+
+class TestALargeResultIsPricedOnce:
+    """A step reads a new large result (pricing it) and excerpts it: the text is priced once."""
+
+    @pytest.mark.parametrize("estimator", ["text", "tokenizer"])
+    @pytest.mark.parametrize("asynchronous", [False, True])
+    def test_a_new_100_kb_result_is_priced_once_in_its_step(
+        self, estimator: str, asynchronous: bool, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        result = big_result(7, 100_000)
+        whole: list[bool] = []  # for each text priced: is it the result?
+
+        def encode(text: str) -> list[int]:
+            whole.append(text is result)
+            return ENCODING.encode(text)
+
+        def estimate(text: str) -> int:
+            whole.append(text is result)
+            return original(text)
+
+        original = text_estimator._estimate_2
+        monkeypatch.setattr(text_estimator, "_estimate_2", estimate)
+        chosen = (
+            TokenizerEstimator(encode, name="cl100k_base")
+            if estimator == "tokenizer"
+            else TextEstimator()
+        )
+        window = ContextWindow("openai_chat", max_tokens=16_000, estimator=chosen)
+        history: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+        window.prepare(history)
+        parallel_step(history, 1, 1, 100_000)
+        history[-1]["content"] = result
+        whole.clear()
+        request = asyncio.run(window.aprepare(history)) if asynchronous else window.prepare(history)
+        assert request[-1]["content"] != result  # excerpted
+        assert whole.count(True) == 1
+
+    def test_outside_a_step_an_estimator_prices_each_time_it_is_asked(self) -> None:
+        result = big_result(8, 50_000)
+        calls: list[str] = []
+
+        def encode(text: str) -> list[int]:
+            calls.append(text)
+            return ENCODING.encode(text)
+
+        counting = TokenizerEstimator(encode, name="cl100k_base")
+        assert counting.estimate_tokens(result) == counting.estimate_tokens(result)
+        assert len(calls) == 2
+
+    def test_compact_messages_prices_a_large_result_once(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        result = big_result(9, 100_000)
+        whole: list[bool] = []
+        original = text_estimator._estimate_2
+
+        def estimate(text: str) -> int:
+            whole.append(text is result)
+            return original(text)
+
+        monkeypatch.setattr(text_estimator, "_estimate_2", estimate)
+        history: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+        parallel_step(history, 1, 1, 100_000)
+        history[-1]["content"] = result
+        compacted = compact_messages(
+            history, max_tokens=16_000, format="openai_chat", max_result_tokens=4_000
+        )
+        assert compacted.messages[-1]["content"] != result  # excerpted
+        assert whole.count(True) == 1

@@ -21,6 +21,7 @@ from cutctx._core.errors import BudgetUnsatisfiable
 from cutctx._core.estimators import CharRatioEstimator, resolve_estimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.invariants import layout
+from cutctx._core.priced import pricing_once
 from cutctx._core.values import CompactionBudget, Transcript
 from cutctx._loop.compact import (
     cut_budget,
@@ -160,27 +161,29 @@ class Job:
             ValidationError: for malformed messages or a bad budget.
             BudgetUnsatisfiable: when the untouchable turns alone exceed the budget.
         """
-        estimator = load_tokenizer(settings.tokenizer)
-        fmt = conversation.format
-        transcript, binding = fmt.to_transcript(
-            conversation.messages, estimator=estimator, system=conversation.system
-        )
-        # As compact_messages: the transcript keeps the request's overhead as its request_tokens,
-        # so its estimate is the format's count_tokens and the plan is held to max_tokens.
-        transcript = pin_first_messages(transcript, binding, settings.keep_first)
-        budget = CompactionBudget(
-            cut_budget(transcript, settings.max_tokens, default=settings.tokenizer == "text"),
-            settings.protected_recent_turns,
-            max_result_tokens=settings.max_result_tokens,
-        )
-        policy = build_policy(
-            settings.policy,
-            estimator,
-            transcript,
-            max_result_tokens=settings.max_result_tokens,
-        )
-        made = cls(conversation, settings, estimator, transcript, binding, budget, policy, None)
-        return made.planned() if plan else made
+        with pricing_once():  # a large result is priced reading it, and again to excerpt it
+            estimator = load_tokenizer(settings.tokenizer)
+            fmt = conversation.format
+            transcript, binding = fmt.to_transcript(
+                conversation.messages, estimator=estimator, system=conversation.system
+            )
+            # As compact_messages: the transcript keeps the request's overhead as its
+            # request_tokens, so its estimate is the format's count_tokens and the plan is held
+            # to max_tokens.
+            transcript = pin_first_messages(transcript, binding, settings.keep_first)
+            budget = CompactionBudget(
+                cut_budget(transcript, settings.max_tokens, default=settings.tokenizer == "text"),
+                settings.protected_recent_turns,
+                max_result_tokens=settings.max_result_tokens,
+            )
+            policy = build_policy(
+                settings.policy,
+                estimator,
+                transcript,
+                max_result_tokens=settings.max_result_tokens,
+            )
+            made = cls(conversation, settings, estimator, transcript, binding, budget, policy, None)
+            return made.planned() if plan else made
 
     def planned(self) -> Job:
         """Return this job with its plan (the conversation is priced already).

@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from baseaicore import ValidationError
 
+from cutctx._core.priced import LARGE_TEXT, priced_once
 from cutctx._core.text_estimator import TextEstimator
 from cutctx._core.values import check_count, check_ratio, check_str
 
@@ -103,6 +105,12 @@ def encoded_length(estimator: TokenizerEstimator, text: str) -> int:
     A text holding a lone surrogate (bytes decoded with ``surrogateescape``) that ``encode``
     refuses is counted with each lone surrogate as U+FFFD, what a UTF-8 request body holds.
     """
+    if len(text) < LARGE_TEXT:
+        return _encoded_length(estimator, text)
+    return priced_once(estimator, text, functools.partial(_encoded_length, estimator))
+
+
+def _encoded_length(estimator: TokenizerEstimator, text: str) -> int:
     try:
         tokens = estimator.encode(text)
     except UnicodeEncodeError:

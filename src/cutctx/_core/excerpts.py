@@ -4,9 +4,10 @@ A *line* is text ending in ``"\n"``; the last line of a text may lack it, and no
 splits lines (``"\r"`` stays inside its line). An excerpt is the original's first lines, exactly
 one elision line, and its last lines, verbatim and whole; the elision line says how many lines
 and tokens were left out and names the original's digest (the one a masked stub of it carries).
-When not even the first line fits, the excerpt keeps that line's head, cut at a character,
-followed by a line break and the elision line. A page is a run of the original's lines from a
-given line, ending with a line that says where to go on when lines remain.
+When not even the first line fits, the excerpt keeps that line's head, cut at a character
+(a window's quick excerpts: at one of 1 024 evenly spaced places), followed by a line break and
+the elision line. A page is a run of the original's lines from a given line, ending with a line
+that says where to go on when lines remain.
 
 Everything here is pure: the caller hands in the function that prices a text. The choices (the
 head and tail split, the wording, the search) are in docs/design.md, "Excerpts".
@@ -14,6 +15,7 @@ head and tail split, the wording, the search) are in docs/design.md, "Excerpts".
 
 from __future__ import annotations
 
+import math
 import re
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Final, NamedTuple
@@ -156,6 +158,10 @@ of a price and the elision line's figures move a price by a token (measured: at 
 ``TextEstimator`` and cl100k, over JSON, logs and code)."""
 _GUESSES: Final = 4
 """Exact prices guided by the estimate before the search halves instead."""
+_NEAR: Final = 128
+"""An excerpt priced within ``room // _NEAR`` tokens of its room (under 1 %) ends the search."""
+_CUTS: Final = 1024
+"""Places a first line too long to keep whole may be cut at, evenly spaced (see ``cut_size``)."""
 
 
 class _Running:
@@ -227,20 +233,29 @@ class _Excerpter:
 
     __slots__ = (
         "base",
+        "chunks",
         "digest",
         "heads",
         "known",
         "lines",
         "price",
+        "quick",
         "recall_tool",
         "room",
         "tails",
         "total",
     )
 
-    def __init__(
-        self, text: str, total: int, price: Price, room: int, recall_tool: str | None
+    def __init__(  # noqa: PLR0917 - the original, its price and the search's terms
+        self,
+        text: str,
+        total: int,
+        price: Price,
+        room: int,
+        recall_tool: str | None,
+        quick: bool = False,
     ) -> None:
+        self.quick = quick
         self.lines = lines_of(text)
         self.total = total
         self.price = price
@@ -251,15 +266,49 @@ class _Excerpter:
         self.base = price("")
         self.heads = _Running(self.lines, price, self.base, total)
         self.tails = _Running(self.lines, price, self.base, total, backwards=True)
+        self.chunks: _Running | None = None  # the first line's, made when it is to be cut
+
+    def left(self, head: int, tail: int, cut: int = 0) -> int:
+        """Return the tokens an excerpt keeping ``head``, ``tail`` (or ``cut``) leaves out.
+
+        Exact: the original's price less the kept text's. Quick: less the estimate of what is
+        kept (``_Running``: the kept lines, or the first line's ``cut`` characters, read in
+        priced pieces), rounded. Never below 0.
+        """
+        if not self.quick:
+            lines = self.lines
+            kept = "".join(lines[:head]) + (lines[0][:cut] if cut else "")
+            kept += "".join(lines[len(lines) - tail :]) if tail else ""
+            return max(0, self.total - self.price(kept))
+        estimate = self.heads.at(head) + self.tails.at(tail)
+        if cut:
+            estimate += self.first().at(cut // self.cut_size())
+        return max(0, self.total - self.base - math.floor(estimate + 0.5))
 
     def text(self, head: int, tail: int, cut: int = 0) -> str:
         """Return the excerpt keeping ``head`` and ``tail`` whole lines (or ``cut`` characters)."""
         lines = self.lines
         kept_head = "".join(lines[:head]) + (lines[0][:cut] if cut else "")
         kept_tail = "".join(lines[len(lines) - tail :]) if tail else ""
-        left = max(0, self.total - self.price(kept_head + kept_tail))
+        left = self.left(head, tail, cut)
         said = elision_line(len(lines) - head - tail, left, self.digest, self.recall_tool, head + 1)
         return kept_head + ("\n" if cut else "") + said + ("\n" if kept_tail else "") + kept_tail
+
+    def cut_size(self) -> int:
+        """Return the characters between two places the first line may be cut at.
+
+        Quick: one of ``_CUTS`` evenly spaced places; exact: any character.
+        """
+        return max(1, len(self.lines[0]) // _CUTS) if self.quick else 1
+
+    def first(self) -> _Running:
+        """Return the running estimate of the first line, read ``cut_size()`` characters a step."""
+        if self.chunks is None:
+            line, size = self.lines[0], self.cut_size()
+            chunks = [line[start : start + size] for start in range(0, len(line), size)]
+            whole = self.total if len(self.lines) == 1 else None
+            self.chunks = _Running(chunks, self.price, self.base, whole)
+        return self.chunks
 
     def made(self, head: int, tail: int, cut: int = 0) -> tuple[str, int]:
         """Return the excerpt ``text(head, tail, cut)`` and its price (each made once)."""
@@ -284,18 +333,25 @@ class _Excerpter:
         low: int,
         high: int,
     ) -> int:
-        """Return the largest ``k`` in ``[low, high]`` whose ``cost`` fits, given ``low`` fits.
+        """Return a ``k`` in ``[low, high]`` whose ``cost`` fits, given ``low`` fits.
 
-        ``estimate(k)`` adds up (it may be off by a constant: each exact price corrects it);
-        ``guess(limit, low, high)`` is the largest ``k`` in ``[low, high]`` it puts at most at
-        ``limit``; ``next_price(k)`` the price of what ``k + 1`` adds (0 if unknown). The
-        longest fit found is kept when what the next step adds alone passes the room by more
-        than ``_SLACK``; otherwise the next step is priced whole. After ``_GUESSES`` exact
-        prices the search gallops from the longest fit and halves, as ``_largest`` does.
+        The ``k`` returned is the largest that fits, or one whose cost is within ``near()`` of
+        the room: the search aims a little under the room, so that its first exact price
+        usually ends it. ``estimate(k)`` adds up (it may be off by a constant: each exact price
+        corrects it); ``guess(limit, low, high)`` is the largest ``k`` in ``[low, high]`` it
+        puts at most at ``limit``; ``next_price(k)`` the price of what ``k + 1`` adds (0 if
+        unknown). The longest fit found is kept when what the next step adds alone passes the
+        room by more than ``_SLACK``; otherwise the next step is priced whole. After
+        ``_GUESSES`` exact prices the search gallops from the longest fit and halves, as
+        ``_largest`` does.
         """
-        room = self.room
+        room, near = self.room, self.near()
         fits, over = low, high + 1
-        shift = cost(low) - estimate(low)
+        price = cost(low)
+        if near is not None and room - price <= near:
+            return low
+        aim = room if near is None else room - near // 2
+        shift = price - estimate(low)
         tries, stride = 0, 1
         while over - fits > 1:
             tries += 1
@@ -303,18 +359,27 @@ class _Excerpter:
                 probe = fits + stride if over > high else (fits + over) // 2
                 probe, stride = min(probe, over - 1), stride * 2
             else:
-                probe = min(max(guess(room - shift, fits, over - 1), fits), over - 1)
+                probe = min(max(guess(aim - shift, fits, over - 1), fits), over - 1)
                 if probe == fits:
                     if cost(fits) + next_price(fits) - self.base - _SLACK > room:
                         return fits
                     probe = fits + 1
             price = cost(probe)
-            if price <= room:
-                fits = probe
-            else:
+            if price > room:
                 over = probe
+            elif near is not None and room - price <= near:
+                return probe
+            else:
+                fits = probe
             shift = price - estimate(probe)
         return fits
+
+    def near(self) -> int | None:
+        """Return how far under the room an excerpt may end the search, or ``None``.
+
+        Quick: ``_NEAR``'s share of the room; exact: ``None``, the longest that fits.
+        """
+        return max(_SLACK, self.room // _NEAR) if self.quick else None
 
     def best(self) -> tuple[str, int] | None:
         """Return the excerpt the documented split gives and its price, or ``None``."""
@@ -371,19 +436,21 @@ class _Excerpter:
                 )
         cut = 0
         if head == 0:
-            # Not even the first line fits whole: keep its head, cut at a character, and
-            # never all of it (its whole text would read as a kept line).
-            longest = len(lines[0].removesuffix("\n")) - 1
+            # Not even the first line fits whole: keep its head, cut at a multiple of
+            # ``cut_size()`` characters, and never all of it (its whole text would read as a
+            # kept line).
+            size = self.cut_size()
+            longest = (len(lines[0].removesuffix("\n")) - 1) // size
             if longest > 0:
-                first = _Running(lines[0], price, self.base, self.total if count == 1 else None)
+                first, chunks = self.first(), self.first().items
                 fixed = tails.at(tail)
-                cut = self.settle(
-                    lambda c: self.cost(0, tail, c),
+                cut = size * self.settle(
+                    lambda c: self.cost(0, tail, c * size),
                     lambda limit, low, high: (
                         first.reach(limit - fixed, high) if high > low else low
                     ),
                     lambda c: fixed + first.at(c),
-                    lambda _c: 0,
+                    lambda c: price(chunks[c]) if size > 1 else 0,
                     low=0,
                     high=longest,
                 )
@@ -437,8 +504,14 @@ def priced_excerpt(
     framing: int = 0,
     *,
     recall_tool: str | None = None,
+    quick: bool = False,
 ) -> tuple[str, int] | None:
     """Return ``excerpt(...)`` and ``price`` of it, or ``None`` as ``excerpt`` does.
+
+    ``quick`` (a window's excerpts of new results) prices each candidate once and few of them:
+    the elision line's tokens are the original's price less an *estimate* of the kept lines,
+    the excerpt is the longest that fits or one within 1 % of the room, and a first line too
+    long to keep whole is cut at one of 1 024 evenly spaced places.
 
     Raises:
         ValidationError: as ``excerpt``.
@@ -448,7 +521,7 @@ def priced_excerpt(
     total = price(text)
     if total <= room or not text:
         return None
-    return _Excerpter(text, total, price, room, recall_tool).best()
+    return _Excerpter(text, total, price, room, recall_tool, quick).best()
 
 
 def parse_excerpt(original: str, text: str) -> Elision | None:

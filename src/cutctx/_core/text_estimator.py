@@ -24,6 +24,8 @@ from typing import ClassVar
 
 from baseaicore import ValidationError
 
+from cutctx._core.priced import priced_once
+
 __all__ = ["TextEstimator"]
 
 # Han, kana and Hangul characters that cl100k_base holds as one token each; the rest of those
@@ -203,9 +205,7 @@ class TextEstimator:
 
     def estimate_tokens(self, text: str) -> int:
         """Return the estimated token count of ``text`` (0 for the empty text)."""
-        if self.version == "1":
-            return _estimate_1(text)
-        return _estimate_2(text)
+        return priced_once(self, text, _estimate_1 if self.version == "1" else _estimate_2)
 
 
 def _estimate_1(text: str) -> int:

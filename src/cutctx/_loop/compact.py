@@ -19,6 +19,7 @@ from cutctx._core.errors import BudgetUnsatisfiable, SummaryMissing
 from cutctx._core.estimators import resolve_estimator
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.metadata import PRIORITY_METADATA
+from cutctx._core.priced import pricing_once
 from cutctx._core.protocols import CompactionPolicy
 from cutctx._core.values import (
     DEFAULT_PLACEHOLDER,
@@ -172,11 +173,12 @@ def compact_messages[M](
        ``format`` may be a ``Format``; an async ``summarize`` is refused; ``max_result_tokens``
        (a fraction or a token count); ``observation``.
     """
-    job = _Job.of(
-        messages, max_tokens, format, system, policy, summarize, estimator,
-        protected_recent_turns, keep_first, keep_recent_results, priority, pin,
-        max_result_tokens, observation,
-    )  # fmt: skip
+    with pricing_once():  # a large result is priced reading it, and again to excerpt it
+        job = _Job.of(
+            messages, max_tokens, format, system, policy, summarize, estimator,
+            protected_recent_turns, keep_first, keep_recent_results, priority, pin,
+            max_result_tokens, observation,
+        )  # fmt: skip
     texts = fulfil(
         job.calls(), job.summarize, owner="compact_messages", instead="acompact_messages(...)"
     )
@@ -218,11 +220,12 @@ async def acompact_messages[M](
 
     .. versionadded:: 0.1.1
     """
-    job = _Job.of(
-        messages, max_tokens, format, system, policy, summarize, estimator,
-        protected_recent_turns, keep_first, keep_recent_results, priority, pin,
-        max_result_tokens, observation,
-    )  # fmt: skip
+    with pricing_once():  # a large result is priced reading it, and again to excerpt it
+        job = _Job.of(
+            messages, max_tokens, format, system, policy, summarize, estimator,
+            protected_recent_turns, keep_first, keep_recent_results, priority, pin,
+            max_result_tokens, observation,
+        )  # fmt: skip
     texts = await afulfil(job.calls(), job.summarize, owner="compact_messages")
     return cast("CompactedMessages[M]", job.finish(texts))
 

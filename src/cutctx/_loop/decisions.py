@@ -54,7 +54,7 @@ def excerpts_of(read: Scanned[Any] | None, settings: Settings) -> dict[str, Turn
     made = {}
     for turn in read.turns:
         if turn.role is Role.TOOL and turn.token_estimate > cap:
-            excerpt = excerpt_of(turn, cap, settings.estimator, tool)
+            excerpt = excerpt_of(turn, cap, settings.estimator, tool, quick=True)
             if excerpt is not None:
                 made[turn.turn_id] = excerpt
     return made
@@ -99,7 +99,7 @@ def shared_excerpts(
     made = dict(excerpts)
     for turn in results:
         if price(turn) > cap:
-            excerpt = excerpt_of(turn, cap, settings.estimator, tool)
+            excerpt = excerpt_of(turn, cap, settings.estimator, tool, quick=True)
             if excerpt is not None:
                 made[turn.turn_id] = excerpt
     return made

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from baseaicore import ValidationError
 
+from cutctx._core.priced import pricing_once
 from cutctx._core.values import DEFAULT_PLACEHOLDER, Action
 from cutctx._loop import codec
 from cutctx._loop.compact import default_messages_policy
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
     from cutctx._loop.compact import CompactedMessages
+    from cutctx._loop.planner import Pending
     from cutctx._loop.settings import Observation, Pin, Priority, Summarize
     from cutctx.formats import Format, FormatName
 
@@ -228,7 +230,7 @@ class ContextWindow:
         """
         step = self._enter()
         try:
-            pending = step.begin(history)
+            pending = _begin(step, history)
             if pending is not None:
                 step.complete(pending, pending.fulfil(self._settings.summarize))
             return cast("list[M]", self._commit(step))
@@ -256,7 +258,7 @@ class ContextWindow:
         """
         step = self._enter()
         try:
-            pending = await self._off_loop(step.begin, history)
+            pending = await self._off_loop(_begin, step, history)
             if pending is not None:
                 texts = await pending.afulfil(self._settings.summarize)
                 await self._off_loop(step.complete, pending, texts)
@@ -452,3 +454,9 @@ def _in_flight() -> ValidationError:
         "a time (keep one window per conversation)",
         details={"field": "history"},
     )
+
+
+def _begin(step: Step, history: Sequence[object]) -> Pending | None:
+    """Return ``step.begin(history)``, a large new result priced once (read, then excerpted)."""
+    with pricing_once():
+        return step.begin(history)

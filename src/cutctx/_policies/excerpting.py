@@ -125,12 +125,17 @@ class ExcerptingPolicy(BuiltinPolicy):
 
 
 def excerpt_of(
-    turn: TranscriptTurn, cap: int, estimator: TokenEstimator, recall_tool: str | None = None
+    turn: TranscriptTurn,
+    cap: int,
+    estimator: TokenEstimator,
+    recall_tool: str | None = None,
+    *,
+    quick: bool = False,
 ) -> TurnReplacement | None:
     """Return the excerpt of ``turn``'s body within ``cap``, priced, or ``None`` if none fits.
 
     Its price is the turn's framing (``turn.token_estimate`` less the price of its text) plus
-    the excerpt's price, never below 0.
+    the excerpt's price, never below 0. ``quick``: as ``priced_excerpt``'s (a window's).
     """
     estimate = estimator.estimate_tokens
     content = turn.content
@@ -141,7 +146,7 @@ def excerpt_of(
         return own if text is content else estimate(text)
 
     framing = turn.token_estimate - own
-    made = priced_excerpt(content, cap, price, framing, recall_tool=recall_tool)
+    made = priced_excerpt(content, cap, price, framing, recall_tool=recall_tool, quick=quick)
     if made is None:
         return None
     text, cost = made
