@@ -105,6 +105,10 @@ FRAMEWORKS = {
     # aprepare hands a step's CPU work to the running loop's executor (asyncio), in a copy of
     # the caller's context (contextvars): the one library module that touches the event loop
     "cutctx._loop.offload": frozenset({"asyncio", "contextlib", "contextvars"}),
+    # a step's memo of the prices of the large texts it priced (contextvars, set and reset by a
+    # context manager around the step): the same price, asked twice, computed once; nothing of
+    # it outlives the step, and each thread or task has its own
+    "cutctx._core.priced": frozenset({"contextlib", "contextvars"}),
     "cutctx._core.estimators": frozenset({"tiktoken"}),  # a tokenizer named by the caller
 }
 # The proxy is an edge too: a server over the public API (sockets, a store, a clock, logging).

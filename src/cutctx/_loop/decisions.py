@@ -41,11 +41,14 @@ if TYPE_CHECKING:
 __all__ = ["MIN_SHARED_EXCERPT", "Decisions", "Summary", "excerpts_of", "shared_excerpts"]
 
 
-def excerpts_of(read: Scanned[Any] | None, settings: Settings) -> dict[str, TurnReplacement]:
+def excerpts_of(
+    read: Scanned[Any] | None, settings: Settings, *, quick: bool
+) -> dict[str, TurnReplacement]:
     """Return the excerpt of each tool result ``read`` priced over the result cap, by turn id.
 
     An excerpt is decided once, when its result arrives (its elision lines name the recall tool
-    when recall is on); one whose framing alone is over the cap is not made.
+    when recall is on); one whose framing alone is over the cap is not made. ``quick``: as
+    ``priced_excerpt``'s (``Planner.quick_excerpts``).
     """
     cap = settings.new_result_cap
     if read is None or cap is None:
@@ -54,7 +57,7 @@ def excerpts_of(read: Scanned[Any] | None, settings: Settings) -> dict[str, Turn
     made = {}
     for turn in read.turns:
         if turn.role is Role.TOOL and turn.token_estimate > cap:
-            excerpt = excerpt_of(turn, cap, settings.estimator, tool, quick=True)
+            excerpt = excerpt_of(turn, cap, settings.estimator, tool, quick=quick)
             if excerpt is not None:
                 made[turn.turn_id] = excerpt
     return made
@@ -69,6 +72,8 @@ def shared_excerpts(
     excerpts: dict[str, TurnReplacement],
     room: int,
     settings: Settings,
+    *,
+    quick: bool,
 ) -> dict[str, TurnReplacement]:
     """Return ``excerpts`` with the tool results among ``turns`` cut to fit ``room`` together.
 
@@ -99,7 +104,7 @@ def shared_excerpts(
     made = dict(excerpts)
     for turn in results:
         if price(turn) > cap:
-            excerpt = excerpt_of(turn, cap, settings.estimator, tool, quick=True)
+            excerpt = excerpt_of(turn, cap, settings.estimator, tool, quick=quick)
             if excerpt is not None:
                 made[turn.turn_id] = excerpt
     return made

@@ -288,6 +288,16 @@ class Planner:
         return tuple(calls)
 
     @property
+    def quick_excerpts(self) -> bool:
+        """Whether new results are excerpted quickly (``priced_excerpt``'s ``quick``).
+
+        On the window's default chain of version 3 (a ``FloorChain``) they are; a window on an
+        earlier default (restored from an earlier state) or on a policy of the caller's makes
+        the exact excerpt, as it did before.
+        """
+        return isinstance(self._default, FloorChain)
+
+    @property
     def top(self) -> int:
         """What a request may hold when more than its untouchable turns fit.
 

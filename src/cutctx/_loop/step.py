@@ -119,7 +119,7 @@ class Step:
         if read is not None:
             for index, sent in enumerate(read.sent, ledger.count):
                 check_json(sent, f"messages[{index}]")
-        excerpts = excerpts_of(read, self.settings)
+        excerpts = excerpts_of(read, self.settings, quick=self.planner.quick_excerpts)
         new = () if read is None else read.turns
         added = sum(excerpts.get(turn.turn_id, turn).token_estimate for turn in new)
         hedge = math.ceil(HEDGE * added) if state.calibration.reports else 0
@@ -249,7 +249,13 @@ class Step:
         flags = layout(Transcript((*view, *new)), self.planner.hard).untouchable
         fixed = sum(turn.token_estimate for turn, flag in zip(view, flags, strict=False) if flag)
         fixed += sum(turn.token_estimate for turn in new if turn.role is not Role.TOOL)
-        return shared_excerpts(new, excerpts, self.planner.top - fixed, self.settings)
+        return shared_excerpts(
+            new,
+            excerpts,
+            self.planner.top - fixed,
+            self.settings,
+            quick=self.planner.quick_excerpts,
+        )
 
     def without_cache_markers(self, history: Sequence[Any]) -> Sequence[Any]:
         """Return ``history`` as the step holds it: its messages without cache markers.
