@@ -20,11 +20,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, Final, NamedTuple
 
 from baseaicore import ValidationError
 
 from cutctx._core.priced import priced_once
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["TextEstimator"]
 
@@ -228,52 +231,119 @@ def _estimate_1(text: str) -> int:
     return max(0, math.ceil(_ascii(text, total)))
 
 
-def _estimate_2(text: str) -> int:
-    """Return the estimate of ``text`` by the rules of version 2."""
-    runs_total = [0.0]
+_LONG: Final = 32_768
+"""Characters over which version 2 counts a text in pieces (``_pieces``)."""
+_PIECE_SIZE: Final = 16_384
+"""About how long each piece of a long text is."""
 
-    def run(match: re.Match[str]) -> str:
+
+def _estimate_2(text: str) -> int:
+    """Return the estimate of ``text`` by the rules of version 2.
+
+    A text over ``_LONG`` characters is counted in pieces (``_pieces``) and the pieces' figures
+    added before rounding up: the same estimate, while no one regular-expression call holds the
+    interpreter over the whole text (a thread counting a long text lets the others run).
+    """
+    if len(text) <= _LONG:
+        marked = _Marked.of(text)
+        return max(0, math.ceil(marked.total_of(alnum=marked.alnum)))
+    pieces = [_Marked.of(piece) for piece in _pieces(text, _PIECE_SIZE)]
+    alnum = any(piece.alnum for piece in pieces)  # a 16-run never spans a cut (a line break)
+    total = math.fsum(piece.total_of(alnum=alnum) for piece in pieces)
+    return max(0, math.ceil(round(total, 6)))
+
+
+def _pieces(text: str, size: int) -> Iterator[str]:
+    r"""Yield ``text`` cut into pieces of about ``size`` characters that version 2 counts apart.
+
+    A cut is made just before a line break that does not follow a line break, a carriage return
+    or the end of a run of six or more of one character: no pattern of version 2, nor a
+    look-around, nor a count of two characters (``"\n\n"``, ``"\r\n"``, a run's ``"\r"``
+    before a line break) spans it. A piece with no such place after ``size`` characters goes on.
+    """
+    start, length = 0, len(text)
+    while length - start > size:
+        cut = text.find("\n", start + size)
+        while cut != -1 and (text[cut - 1] in "\n\r" or text[cut - 6 : cut] == text[cut - 1] * 6):
+            cut = text.find("\n", cut + 1)
+        if cut == -1:
+            break
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
+
+
+class _Runs:
+    """Prices the runs of one character a pass replaces (each by a carriage return), summed."""
+
+    __slots__ = ("total",)
+
+    def __init__(self, total: float = 0.0) -> None:
+        self.total = total
+
+    def __call__(self, match: re.Match[str]) -> str:
         char = match.group(1)
         length = match.end() - match.start()
         per_char = _PER_RUN_CHAR.get(char, _RUN_OTHER)
         first = _RUN_FIRST_DIGIT if char.isdigit() else _RUN_FIRST
-        runs_total[0] += first + per_char * length * _RUN_RAISE
+        self.total += first + per_char * length * _RUN_RAISE
         return "\r"  # splits the pieces around it, and no later pass prices it
 
-    returns = text.count("\r")  # a piece of its own, but for "\r\n" (one, with its line break)
-    text = _REPEATED.sub(run, text)
-    total = _RETURN * (returns - text.count("\r\n"))
-    if "  " in text:
-        indents = text.count("\n  ") + text.count("\r  ") + text.startswith("  ")  # not gaps
-        total += _GAP_RULE * (len(_SPACES.findall(text)) - indents)
-    probe = text.encode("utf-8", "surrogatepass").translate(_ALNUM)
-    runs = None
-    if _SIXTEEN in probe:
-        text = _REPEATED_ALNUM.sub(run, text)
-        runs = _RUNS.findall(text)
-    total += runs_total[0]
-    if runs:
-        hexes, base64s = zip(*runs, strict=True)
-        total += _price(_HEX_RULE, hexes) + _price(_BASE64_RULE, base64s)
-        text = _RUNS.sub(" ", text)
-    if not text.isascii():
-        rare = _CJK.subn("", text)[1] - _CJK_COMMON.subn("", text)[1]
-        rare_hangul = _HANGUL.subn("", text)[1] - _HANGUL_COMMON.subn("", text)[1]
-        total += _RARE_CJK * rare + _RARE_HANGUL * rare_hangul
-        for pattern, (per_piece, per_char) in zip(_SCRIPTS_2, _SCRIPT_RULES_2, strict=True):
-            rest, pieces = pattern.subn(" ", text)
-            total += per_piece * pieces + per_char * (len(text) - len(rest) + pieces)
-            text = rest
-        rest, symbols = _SYMBOL.subn("\r", text)
-        if symbols:
-            found = "".join(_SYMBOL.findall(text))  # the passes below read the symbols alone
-            ones = _SYMBOL_ONE.subn("", found)[1]
-            threes = _SYMBOL_THREE.subn("", found)[1]
-            halves = _SYMBOL_HALF.subn("", found)[1] / 2
-            pairs = text.count(_DOUBLE_RULE) - text.count(_BRANCH) - text.count(_LONG_BRANCH)
-            total += _SYMBOL_RULE * (2 * symbols - ones + threes - halves + pairs)
-            text = rest
-    return max(0, math.ceil(_ascii(text, total)))
+
+class _Marked(NamedTuple):
+    """A text after version 2's first passes (runs of marks, returns, column gaps)."""
+
+    text: str
+    total: float  # the returns' and the gaps' figure
+    runs: float  # the runs' figure so far
+    alnum: bool  # whether it holds 16 letters or digits in a row
+
+    @classmethod
+    def of(cls, text: str) -> _Marked:
+        runs = _Runs()
+        returns = text.count("\r")  # a piece of its own, but for "\r\n" (one, with its break)
+        text = _REPEATED.sub(runs, text)
+        total = _RETURN * (returns - text.count("\r\n"))
+        if "  " in text:
+            indents = text.count("\n  ") + text.count("\r  ") + text.startswith("  ")  # not gaps
+            total += _GAP_RULE * (len(_SPACES.findall(text)) - indents)
+        probe = text.encode("utf-8", "surrogatepass").translate(_ALNUM)
+        return cls(text, total, runs.total, _SIXTEEN in probe)
+
+    def total_of(self, *, alnum: bool) -> float:
+        """Return the figure before rounding.
+
+        ``alnum``: whether the whole text holds 16 letters or digits in a row (runs of one
+        letter or digit are looked for only then).
+        """
+        text, total, found = self.text, self.total, _Runs(self.runs)
+        runs = None
+        if alnum:
+            text = _REPEATED_ALNUM.sub(found, text)
+            runs = _RUNS.findall(text)
+        total += found.total
+        if runs:
+            hexes, base64s = zip(*runs, strict=True)
+            total += _price(_HEX_RULE, hexes) + _price(_BASE64_RULE, base64s)
+            text = _RUNS.sub(" ", text)
+        if not text.isascii():
+            rare = _CJK.subn("", text)[1] - _CJK_COMMON.subn("", text)[1]
+            rare_hangul = _HANGUL.subn("", text)[1] - _HANGUL_COMMON.subn("", text)[1]
+            total += _RARE_CJK * rare + _RARE_HANGUL * rare_hangul
+            for pattern, (per_piece, per_char) in zip(_SCRIPTS_2, _SCRIPT_RULES_2, strict=True):
+                rest, pieces = pattern.subn(" ", text)
+                total += per_piece * pieces + per_char * (len(text) - len(rest) + pieces)
+                text = rest
+            rest, symbols = _SYMBOL.subn("\r", text)
+            if symbols:
+                found_symbols = "".join(_SYMBOL.findall(text))  # the passes below read them alone
+                ones = _SYMBOL_ONE.subn("", found_symbols)[1]
+                threes = _SYMBOL_THREE.subn("", found_symbols)[1]
+                halves = _SYMBOL_HALF.subn("", found_symbols)[1] / 2
+                pairs = text.count(_DOUBLE_RULE) - text.count(_BRANCH) - text.count(_LONG_BRANCH)
+                total += _SYMBOL_RULE * (2 * symbols - ones + threes - halves + pairs)
+                text = rest
+        return _ascii(text, total)
 
 
 def _ascii(text: str, total: float) -> float:
