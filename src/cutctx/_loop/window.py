@@ -118,11 +118,11 @@ class ContextWindow:
         self._setup(resolve(format, owner="ContextWindow"), settings)
         self._tune()
 
-    def _setup(self, fmt: Format[Any], settings: Settings, *, version: int = 3) -> None:
+    def _setup(self, fmt: Format[Any], settings: Settings, *, version: int = 4) -> None:
         """Make the window's parts for ``fmt`` and ``settings`` (``from_state`` comes here too).
 
         ``_tune`` then makes its planner. ``version`` is the messages default's, when no policy
-        is given (a state made with version 1 or 2 continues with it).
+        is given (a state made with version 1, 2 or 3 continues with it).
         """
         self._format, self._settings = fmt, settings
         self._policy: CompactionPolicy = settings.policy or default_messages_policy(
@@ -306,7 +306,7 @@ class ContextWindow:
         )  # fmt: skip
         window = cls.__new__(cls)
         window._setup(decoded.fmt, decoded.settings)
-        for version in (2, 1):  # a state made with an earlier messages default keeps it
+        for version in (3, 2, 1):  # a state made with an earlier messages default keeps it
             if policy is not None or decoded.policy == named(window._policy):
                 break
             window._setup(decoded.fmt, decoded.settings, version=version)
