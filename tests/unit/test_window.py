@@ -946,6 +946,8 @@ class TestOverDrop:
             window.prepare(history)
         assert window.stats.compactions == 0
         history += exchange(12, 4800)
+        # a result of lines (the default sends a result of one line whole while it fits)
+        history[-1]["content"] = "".join(f"line {n:02} " + "x" * 51 + "\n" for n in range(80))
         chars = CharRatioEstimator()  # the window's estimator
         assert openai_chat.count_tokens(history[-4:], estimator=chars) > 1100  # over compact_to
         request = window.prepare(history)

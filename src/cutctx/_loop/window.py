@@ -124,6 +124,10 @@ class ContextWindow:
         ``_tune`` then makes its planner. ``version`` is the messages default's, when no policy
         is given (a state made with version 1, 2 or 3 continues with it).
         """
+        # The default of version 4 (without summaries) sends a result whose excerpt would keep
+        # no line whole.
+        whole = settings.policy is None and settings.summarize is None and version >= 4
+        settings = dataclasses.replace(settings, whole_lines=whole)
         self._format, self._settings = fmt, settings
         self._policy: CompactionPolicy = settings.policy or default_messages_policy(
             estimator=settings.estimator,
