@@ -1762,6 +1762,29 @@ class TestSmallWindowCuts:
         assert min(kept["v4"][20:]) > min(kept["v3"][20:])
         assert sum(kept["v4"]) > sum(kept["v3"])
 
+    def test_a_small_window_of_version_4_drops_whole_exchanges_and_masks_none(self) -> None:
+        """Version 3 masked old results in a small window's cut (a stub keeps nothing the
+        agent can quote, and its call and stub keep their room); version 4 drops the oldest
+        whole exchanges instead."""
+        history = fixed_share_history(40)
+        stubs: dict[int, int] = {}
+        for version in (3, 4):
+            window = ContextWindow(
+                "openai_chat",
+                max_tokens=2_000,
+                keep_first=1,
+                estimator=CHARS,
+                max_result_tokens=None,
+                policy=default_messages_policy(estimator=CHARS, version=version),
+            )
+            stubs[version] = 0
+            for end in range(4, len(history) + 1, 2):
+                request = window.prepare(history[:end])
+                stubs[version] += sum("sha256:" in str(m.get("content")) for m in request)
+            assert window.stats.compactions >= 1
+        assert stubs[3] > 0
+        assert stubs[4] == 0
+
     def test_a_state_of_the_third_messages_default_continues_with_it(self) -> None:
         history = fixed_share_history(40)
         old = ContextWindow(

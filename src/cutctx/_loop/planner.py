@@ -32,6 +32,7 @@ from cutctx._core.values import (
 from cutctx._loop.compact import afulfil, fulfil, is_prioritized, priority_policy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.floor import FloorChain, RoomChain
+from cutctx._policies.masking import ObservationMaskingPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -94,7 +95,16 @@ def stages_of(policy: CompactionPolicy) -> tuple[CompactionPolicy, ...]:
 class Planner:
     """Plans compactions for one window: its format, settings and the default policy's stages."""
 
-    __slots__ = ("_default", "_floor", "_format", "_headroom", "_room", "_settings", "_stages")
+    __slots__ = (
+        "_default",
+        "_drops",
+        "_floor",
+        "_format",
+        "_headroom",
+        "_room",
+        "_settings",
+        "_stages",
+    )
 
     def __init__(self, fmt: Format[Any], settings: Settings, policy: CompactionPolicy) -> None:
         self._format, self._settings = fmt, settings
@@ -106,6 +116,9 @@ class Planner:
         # Version 4's: a window whose fixed turns alone take max_tokens - compact_at or more is
         # small at every step (a cut to compact_to itself would keep little beside them).
         self._room = self._floor and isinstance(policy, RoomChain)
+        # And its small-window cuts drop whole exchanges, oldest first, masking none: a masked
+        # result keeps nothing the agent can quote, while its call and stub keep their room.
+        self._drops = _without_masking(policy) if self._room else self._stages
         # Under compact_at, a new summary still needs room for its label and its text's
         # overrun of the target: what a summary of nothing costs, twice.
         self._headroom = (
@@ -173,6 +186,7 @@ class Planner:
                 return Pending((), (), policy)
             room = max(0, top - fixed)
             budgets = [max(untouchable, fixed + room * settings.to // settings.max_tokens)]
+            stages = self._drops
         elif untouchable > settings.at:
             # A small window planned by a policy of the caller's, priority mode or with
             # summaries: everything that fits under max_tokens is sent; once it does not, the
@@ -342,6 +356,17 @@ class Planner:
             ):
                 dropped.append(index)
         return dropped
+
+
+def _without_masking(policy: CompactionPolicy) -> tuple[CompactionPolicy, ...]:
+    """Return the stages of ``policy`` (a chain) without its members that mask results.
+
+    Those are the ``ObservationMaskingPolicy`` members (``LargeResultMaskingPolicy`` too); the
+    stub dropping and the dropping members stay, in their order.
+    """
+    assert isinstance(policy, PolicyChain)  # noqa: S101 - a RoomChain is a chain
+    kept = [m for m in policy.policies if not isinstance(m, ObservationMaskingPolicy)]
+    return stages_of(PolicyChain(kept))
 
 
 def _without_summarizers(stages: Sequence[CompactionPolicy]) -> tuple[CompactionPolicy, ...]:
