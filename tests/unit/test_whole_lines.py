@@ -68,6 +68,20 @@ class TestTheDefaultSendsOneLineResultsWhole:
         assert request[-1]["content"] == ONE_LINE
         assert not chat_problems(request)
 
+    def test_the_default_given_as_policy_sends_it_whole_too(self) -> None:
+        request = window(version=4).prepare(history(ONE_LINE))
+        assert request[-1]["content"] == ONE_LINE
+
+    def test_with_summaries_the_result_is_excerpted_as_before(self) -> None:
+        summarizing = ContextWindow(
+            "openai_chat",
+            max_tokens=2_000,
+            keep_first=1,
+            estimator=CHARS,
+            summarize=lambda _request, _turns: "summary",
+        )
+        assert summarizing.prepare(history(ONE_LINE))[-1]["content"] != ONE_LINE
+
     def test_version_3_excerpts_the_same_result(self) -> None:
         request = window(version=3).prepare(history(ONE_LINE))
         assert request[-1]["content"] != ONE_LINE

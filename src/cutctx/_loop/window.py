@@ -34,6 +34,7 @@ from cutctx._loop.request import Request, WindowStats
 from cutctx._loop.settings import Settings
 from cutctx._loop.state import WindowState
 from cutctx._loop.step import Step, named
+from cutctx._policies.floor import RoomChain
 from cutctx.formats import resolve
 
 if TYPE_CHECKING:
@@ -124,12 +125,7 @@ class ContextWindow:
         ``_tune`` then makes its planner. ``version`` is the messages default's, when no policy
         is given (a state made with version 1, 2 or 3 continues with it).
         """
-        # The default of version 4 (without summaries) sends a result whose excerpt would keep
-        # no line whole.
-        whole = settings.policy is None and settings.summarize is None and version >= 4
-        settings = dataclasses.replace(settings, whole_lines=whole)
-        self._format, self._settings = fmt, settings
-        self._policy: CompactionPolicy = settings.policy or default_messages_policy(
+        policy: CompactionPolicy = settings.policy or default_messages_policy(
             estimator=settings.estimator,
             keep_recent_results=settings.keep_recent,
             summarize=settings.summarize is not None,
@@ -138,6 +134,11 @@ class ContextWindow:
             version=version,
             recall_index=settings.recall and version >= 2,
         )
+        # The default of version 4 (without summaries) sends a result whose excerpt would keep
+        # no line whole (whether the window made it or was given it).
+        whole = isinstance(policy, RoomChain) and settings.summarize is None
+        settings = dataclasses.replace(settings, whole_lines=whole)
+        self._format, self._settings, self._policy = fmt, settings, policy
         self._recall = RecallIndex() if settings.recall else None
         self._free = [True]  # the one caller's token: taken by a step in flight (see _enter)
         self._working = False  # an aprepare's work runs in a worker thread (see _off_loop)
