@@ -34,6 +34,10 @@ the exchanges they hold) fit, for every step. Per set, size and loop:
 * for the window, its compactions, the tokens each one removed (a share of ``W``) and the steps
   between them.
 
+``--messages-version N`` gives the window ``policy=default_messages_policy(version=N, ...)``
+(as the window makes its default, with recall) to measure an earlier default: ``3`` gives the
+rows docs/performance.md names "window v3".
+
 ``--smoke`` replays a few trajectories (seconds) and fails on an invalid or oversize request, a
 request without its task, a mutated history or an error; ``--check`` fails when a target is
 missed (prefix-hit at least trim's + 5 points, cited at least trim's - 1 point, sent at most
@@ -55,7 +59,8 @@ from typing import TYPE_CHECKING, Any
 
 import tiktoken
 
-from cutctx import BudgetUnsatisfiable, ContextWindow, TokenizerEstimator
+from cutctx import BudgetUnsatisfiable, ContextWindow, TokenizerEstimator, default_messages_policy
+from cutctx._loop.recall import RECALL_PLACEHOLDER
 from cutctx.formats import openai_chat
 
 if not __package__:  # run as a script: the validators live in the repository's tests package
@@ -500,12 +505,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--window", default="{}", help="extra ContextWindow options as JSON (experiments)"
     )
+    parser.add_argument(
+        "--messages-version", type=int, default=None, help="the window's default of version N"
+    )
     args = parser.parse_args(argv)
     if not args.data.is_dir():
         print(f"traces: no trajectories at {args.data} (see --data)", file=sys.stderr)
         return 2
     shares = tuple(float(share) for share in args.shares.split(","))
     options = json.loads(args.window)
+    if args.messages_version is not None:
+        options["policy"] = default_messages_policy(
+            estimator=ESTIMATOR,
+            placeholder=RECALL_PLACEHOLDER,
+            version=args.messages_version,
+            recall_index=args.messages_version >= 2,
+        )
     rows: dict[str, dict[str, dict[str, float]]] = {}
     errors: list[str] = []
     print(

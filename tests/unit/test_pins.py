@@ -15,13 +15,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from baseaicore import ValidationError
 
-from cutctx import CharRatioEstimator, ContextWindow, compact_messages
+from cutctx import CharRatioEstimator, ContextWindow, compact_messages, default_messages_policy
 
 if TYPE_CHECKING:
     from cutctx.formats import FormatName
 
 CHARS = CharRatioEstimator()
 _BODY_LINES = 200
+# Version 3 of the window's default masks the observations its cuts reach; version 4 cuts this
+# window (its system prompt is over a fifth of it) by dropping whole exchanges instead.
+MASKING = default_messages_policy(estimator=CHARS, version=3)
 
 
 def _lines(label: str, count: int = _BODY_LINES) -> str:
@@ -79,6 +82,7 @@ class TestPinsWinOverObservations:
             keep_first=keep_first,
             observation=everything,
             max_result_tokens=500,
+            policy=MASKING,
         )
         first = _first(fmt)
         for end in range(first + 4, len(history) + 1, 2):
@@ -260,7 +264,12 @@ class TestObservationCallables:
         )
         assert done.report.masked_turn_ids
         window = ContextWindow(
-            "openai_chat", estimator=CHARS, max_tokens=12_000, keep_first=2, observation=bool
+            "openai_chat",
+            estimator=CHARS,
+            max_tokens=12_000,
+            keep_first=2,
+            observation=bool,
+            policy=MASKING,
         )
         request = window.prepare(history)
         assert window.last is not None

@@ -111,6 +111,7 @@ SAMPLES: dict[str, CompactionPolicy] = {
         version=2, recall_index=True, estimator=TEXT, summarize=True, max_result_tokens=200
     ),
     "messages default, version 3": default_messages_policy(version=3, estimator=TEXT),
+    "messages default, version 4": default_messages_policy(version=4, estimator=TEXT),
     "nested chain": PolicyChain((PolicyChain((StubDroppingPolicy(),)), DropOldestPolicy())),
 }
 
@@ -132,7 +133,7 @@ class TestEveryBuiltInPolicyRebuilds:
         assert LargeResultMaskingPolicy in classes  # the walk finds subclasses too
         assert classes == set(BUILTINS)
         assert {row.kind for row in ROWS} == classes
-        # a chain's versions share its name: PolicyChain 1.0.0 and FloorChain 1.1.0
+        # a chain's versions share its name: PolicyChain 1.0.0, FloorChain 1.1.0, RoomChain 1.2.0
         assert len({(row.name, row.kind._VERSION) for row in ROWS}) == len(ROWS)
 
     def test_every_policy_class_in_the_code_has_a_sample_here(self) -> None:

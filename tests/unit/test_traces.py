@@ -72,3 +72,8 @@ def test_the_replay_measures_both_loops_without_a_fault() -> None:
     assert set(rows) == {"25% window", "25% trim"}
     assert not traces.faults({"sample": rows})
     assert rows["25% window"]["requests"] == rows["25% trim"]["requests"] > 0
+
+
+def test_the_replay_measures_an_earlier_default_by_its_version() -> None:
+    """``--messages-version 3`` replays the window's previous default: the smoke passes."""
+    assert traces.main(["--smoke", "--sets", "swe", "--messages-version", "3"]) == 0

@@ -946,6 +946,8 @@ class TestOverDrop:
             window.prepare(history)
         assert window.stats.compactions == 0
         history += exchange(12, 4800)
+        # a result of lines (the default sends a result of one line whole while it fits)
+        history[-1]["content"] = "".join(f"line {n:02} " + "x" * 51 + "\n" for n in range(80))
         chars = CharRatioEstimator()  # the window's estimator
         assert openai_chat.count_tokens(history[-4:], estimator=chars) > 1100  # over compact_to
         request = window.prepare(history)
@@ -1666,6 +1668,27 @@ def small_window_history(steps: int) -> list[dict[str, Any]]:
     return history
 
 
+def fixed_share_history(steps: int) -> list[dict[str, Any]]:
+    """A system prompt of about a third of a 2 000 window, a task, then small tool exchanges."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "policy " + "p" * 2_400},
+        {"role": "user", "content": "task " + "t" * 100},
+    ]
+    for step in range(steps):
+        call = f"call_{step}"
+        history.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": call, "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+                ],
+            }
+        )
+        history.append({"role": "tool", "tool_call_id": call, "content": f"{step} " + "r" * 196})
+    return history
+
+
 class TestSmallWindowCuts:
     def test_a_small_window_drops_whole_exchanges_and_then_appends(self) -> None:
         """When the untouchable turns alone pass compact_to, a cut drops the oldest whole
@@ -1685,7 +1708,7 @@ class TestSmallWindowCuts:
             assert not any("masked by cutctx" in str(m.get("content")) for m in request)
         assert sum(compacted) >= 5
         assert not any(a and b for a, b in itertools.pairwise(compacted))  # never two in a row
-        assert window.policy.version == "1.1.0"
+        assert window.policy.version == "1.2.0"
 
     def test_the_window_default_of_version_3_decides_as_version_2(self) -> None:
         transcript, _ = openai_chat.to_transcript(small_window_history(12), estimator=CHARS)
@@ -1696,9 +1719,88 @@ class TestSmallWindowCuts:
         assert three.decide(transcript, budget).actions == two.decide(transcript, budget).actions
         assert repr(three).startswith("FloorChain([")
 
-    def test_a_messages_default_version_past_3_is_refused(self) -> None:
-        with pytest.raises(ValidationError, match="version must be 1, 2 or 3, got 4"):
-            default_messages_policy(version=4)
+    def test_the_window_default_of_version_4_decides_as_version_2(self) -> None:
+        transcript, _ = openai_chat.to_transcript(small_window_history(12), estimator=CHARS)
+        budget = CompactionBudget(1_500, 4)
+        four = default_messages_policy(estimator=CHARS, version=4)
+        two = default_messages_policy(estimator=CHARS, version=2)
+        assert (four.name, four.version) == (two.name, "1.2.0")
+        assert four.decide(transcript, budget).actions == two.decide(transcript, budget).actions
+        assert repr(four).startswith("RoomChain([")
+
+    def test_a_messages_default_version_past_4_is_refused(self) -> None:
+        with pytest.raises(ValidationError, match="version must be 1, 2, 3 or 4, got 5"):
+            default_messages_policy(version=5)
+
+    def test_a_window_whose_fixed_turns_are_a_large_share_keeps_the_room_beside_them(
+        self,
+    ) -> None:
+        """A system prompt of about half the window: at a step whose protected tail is small
+        (the untouchable turns under compact_to), version 3 cut to compact_to itself and kept
+        almost nothing beside the system prompt; version 4 fills up to max_tokens and cuts to
+        the fixed turns and half the room beside them."""
+        history = fixed_share_history(40)
+        kept: dict[str, list[int]] = {}
+        for version in (3, 4):
+            window = ContextWindow(
+                "openai_chat",
+                max_tokens=2_000,
+                keep_first=1,
+                estimator=CHARS,
+                max_result_tokens=None,
+                policy=default_messages_policy(estimator=CHARS, version=version),
+            )
+            sizes = []
+            for end in range(4, len(history) + 1, 2):
+                request = window.prepare(history[:end])
+                assert openai_chat.count_tokens(request, estimator=CHARS) <= 2_000
+                assert request[:2] == history[:2]
+                assert not chat_problems(request)
+                sizes.append(len(request) - 2)
+            kept[f"v{version}"] = sizes
+        # after the first cut, version 4 keeps more beside the fixed turns at every step
+        assert min(kept["v4"][20:]) > min(kept["v3"][20:])
+        assert sum(kept["v4"]) > sum(kept["v3"])
+
+    def test_a_small_window_of_version_4_drops_whole_exchanges_and_masks_none(self) -> None:
+        """Version 3 masked old results in a small window's cut (a stub keeps nothing the
+        agent can quote, and its call and stub keep their room); version 4 drops the oldest
+        whole exchanges instead."""
+        history = fixed_share_history(40)
+        stubs: dict[int, int] = {}
+        for version in (3, 4):
+            window = ContextWindow(
+                "openai_chat",
+                max_tokens=2_000,
+                keep_first=1,
+                estimator=CHARS,
+                max_result_tokens=None,
+                policy=default_messages_policy(estimator=CHARS, version=version),
+            )
+            stubs[version] = 0
+            for end in range(4, len(history) + 1, 2):
+                request = window.prepare(history[:end])
+                stubs[version] += sum("sha256:" in str(m.get("content")) for m in request)
+            assert window.stats.compactions >= 1
+        assert stubs[3] > 0
+        assert stubs[4] == 0
+
+    def test_a_state_of_the_third_messages_default_continues_with_it(self) -> None:
+        history = fixed_share_history(40)
+        old = ContextWindow(
+            "openai_chat",
+            max_tokens=2_000,
+            keep_first=1,
+            estimator=CHARS,
+            max_result_tokens=None,
+            policy=default_messages_policy(estimator=CHARS, version=3),
+        )
+        for end in range(4, 44, 2):
+            old.prepare(history[:end])
+        restored = ContextWindow.from_state(json.loads(json.dumps(old.state())), estimator=CHARS)
+        assert (restored.policy.version, repr(restored.policy)[:11]) == ("1.1.0", "FloorChain(")
+        for end in range(44, len(history) + 1, 2):
+            assert restored.prepare(history[:end]) == old.prepare(history[:end])
 
     def test_a_state_of_the_second_messages_default_continues_with_it(self) -> None:
         """A window made before version 3 (its default's chain @1.0.0) goes on cutting as it

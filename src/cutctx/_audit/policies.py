@@ -28,7 +28,7 @@ from cutctx._policies.chain import PolicyChain
 from cutctx._policies.config import Config, NotRebuildable, estimator_config
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.excerpting import ExcerptingPolicy
-from cutctx._policies.floor import FloorChain
+from cutctx._policies.floor import FloorChain, RoomChain
 from cutctx._policies.large import LargeResultMaskingPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.priority import PriorityPolicy
@@ -65,6 +65,7 @@ BUILTINS: Final[tuple[type[BuiltinPolicy], ...]] = (
     StubDroppingPolicy,
     PolicyChain,
     FloorChain,
+    RoomChain,
 )
 """Every built-in policy class a record may name (a test walks ``cutctx._policies`` for them)."""
 
@@ -91,9 +92,10 @@ ROWS: Final[tuple[PolicyRow, ...]] = tuple(
 """One row per class of ``BUILTINS``, made from the class."""
 
 _BY_KIND: Final[dict[type[Any], PolicyRow]] = {row.kind: row for row in ROWS}
-# A name may have a row for each version (a chain: PolicyChain 1.0.0, FloorChain 1.1.0).
+# A name may have a row for each version (a chain: PolicyChain 1.0.0, FloorChain 1.1.0,
+# RoomChain 1.2.0).
 _BY_NAME: Final = {(row.name, row.kind._VERSION): row for row in ROWS}
-_LATEST: Final = {row.name: row for row in ROWS if row.kind is not FloorChain}
+_LATEST: Final = {row.name: row for row in ROWS if not issubclass(row.kind, FloorChain)}
 
 
 def policy_config(policy: CompactionPolicy) -> dict[str, Any] | None:

@@ -35,7 +35,7 @@ from cutctx._policies.bounded import BoundedSummarizingPolicy
 from cutctx._policies.chain import PolicyChain
 from cutctx._policies.drop import DropOldestPolicy
 from cutctx._policies.excerpting import ExcerptingPolicy
-from cutctx._policies.floor import FloorChain
+from cutctx._policies.floor import FloorChain, RoomChain
 from cutctx._policies.large import LargeResultMaskingPolicy
 from cutctx._policies.masking import ObservationMaskingPolicy
 from cutctx._policies.priority import PriorityPolicy
@@ -456,10 +456,14 @@ def default_messages_policy(
 ) -> PolicyChain:
     """Return the policy ``compact_messages``, ``ContextWindow`` and the CLI plan with.
 
-    ``version=3`` (``ContextWindow``'s): version 2's chain as a ``FloorChain`` (version
-    ``1.1.0``), which decides the same; a window planning with it cuts a small window (its
-    untouchable turns alone over ``compact_to``) once the request passes ``max_tokens``, down
-    to the fixed turns and ``compact_to``'s share of the room beside them (docs/agent-loop.md).
+    ``version=4`` (``ContextWindow``'s): version 2's chain as a ``RoomChain`` (version
+    ``1.2.0``), which decides the same; a window planning with it cuts as version 3's does, and
+    a window whose fixed turns alone take ``max_tokens - compact_at`` or more is small at every
+    step. ``version=3`` (``ContextWindow``'s before version 4): version 2's chain as a
+    ``FloorChain`` (version ``1.1.0``), which decides the same; a window planning with it cuts a
+    small window (its untouchable turns alone over ``compact_to``) once the request passes
+    ``max_tokens``, down to the fixed turns and ``compact_to``'s share of the room beside them
+    (docs/agent-loop.md).
     ``version=1`` (``compact_messages``' and the CLI's): ``PolicyChain([ObservationMaskingPolicy(
     keep_recent_results), ObservationMaskingPolicy(0), DropOldestPolicy()])``: the old results
     are masked first (all but the last ``keep_recent_results``), then the recent ones too, before
@@ -488,16 +492,16 @@ def default_messages_policy(
     'chain(stub_dropping@1.0.0+large_result_masking@1.0.0+observation_masking@1.0.0+observation_masking@1.0.0+drop_oldest@1.0.0)'
 
     Raises:
-        ValidationError: for a ``version`` other than 1, 2 or 3, or a negative count.
+        ValidationError: for a ``version`` other than 1, 2, 3 or 4, or a negative count.
 
     .. versionadded:: 0.1.1
     """
     owner = "default_messages_policy"
     check_bool(owner, "recall_index", recall_index)
     check_count(owner, "keep_recent_results", keep_recent_results)
-    if version not in (1, 2, 3) or isinstance(version, bool):
+    if version not in (1, 2, 3, 4) or isinstance(version, bool):
         raise ValidationError(
-            f"{owner}.version must be 1, 2 or 3, got {version!r:.40}",
+            f"{owner}.version must be 1, 2, 3 or 4, got {version!r:.40}",
             details={"field": "version"},
         )
     old = ObservationMaskingPolicy(keep_recent_results, placeholder, estimator=estimator)
@@ -522,6 +526,8 @@ def default_messages_policy(
             len(members) if summarize else position,
             StubDroppingPolicy(index=recall_index, estimator=estimator),
         )
+    if version == 4:  # the same decisions; a large fixed share makes a window small
+        return RoomChain((*members, floor, DropOldestPolicy()))
     if version == 3:  # the same decisions; a window cuts a small window by dropping alone
         return FloorChain((*members, floor, DropOldestPolicy()))
     return PolicyChain((*members, floor, DropOldestPolicy()))

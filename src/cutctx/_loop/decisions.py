@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from baseaicore import ValidationError
 
+from cutctx._core.excerpts import parse_excerpt
 from cutctx._core.executor import CompactionExecutor
 from cutctx._core.metadata import SUMMARY_GROUP_METADATA
 from cutctx._core.values import (
@@ -38,7 +39,14 @@ if TYPE_CHECKING:
     from cutctx._loop.settings import Settings
     from cutctx.formats import Scanned
 
-__all__ = ["MIN_SHARED_EXCERPT", "Decisions", "Summary", "excerpts_of", "shared_excerpts"]
+__all__ = [
+    "MIN_SHARED_EXCERPT",
+    "Decisions",
+    "Summary",
+    "excerpts_of",
+    "keeps_a_line",
+    "shared_excerpts",
+]
 
 
 def excerpts_of(
@@ -47,7 +55,10 @@ def excerpts_of(
     """Return the excerpt of each tool result ``read`` priced over the result cap, by turn id.
 
     An excerpt is decided once, when its result arrives (its elision lines name the recall tool
-    when recall is on); one whose framing alone is over the cap is not made. ``quick``: as
+    when recall is on); one whose framing alone is over the cap is not made. With
+    ``settings.whole_lines`` (the messages default of version 4) neither is one that keeps no
+    line of the result whole (``keeps_a_line``): such a result is sent whole, unless the
+    request has no room for it (``shared_excerpts`` cuts it then). ``quick``: as
     ``priced_excerpt``'s (``Planner.quick_excerpts``).
     """
     cap = settings.new_result_cap
@@ -58,9 +69,22 @@ def excerpts_of(
     for turn in read.turns:
         if turn.role is Role.TOOL and turn.token_estimate > cap:
             excerpt = excerpt_of(turn, cap, settings.estimator, tool, quick=quick)
-            if excerpt is not None:
+            if excerpt is not None and (
+                not settings.whole_lines or keeps_a_line(turn.content, excerpt.content)
+            ):
                 made[turn.turn_id] = excerpt
     return made
+
+
+def keeps_a_line(original: str, excerpt: str) -> bool:
+    """Whether ``excerpt`` keeps at least one line of ``original`` whole.
+
+    An excerpt of one line of JSON (a tool result on one line, as most function-calling tools
+    return theirs) keeps only that line's head, cut at a character: nothing of it a later
+    message can quote whole, nor a value the head cuts through.
+    """
+    kept = parse_excerpt(original, excerpt)
+    return kept is None or kept.head + kept.tail > 0
 
 
 MIN_SHARED_EXCERPT: Final = 200

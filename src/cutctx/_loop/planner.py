@@ -31,7 +31,8 @@ from cutctx._core.values import (
 )
 from cutctx._loop.compact import afulfil, fulfil, is_prioritized, priority_policy
 from cutctx._policies.chain import PolicyChain
-from cutctx._policies.floor import FloorChain
+from cutctx._policies.floor import FloorChain, RoomChain
+from cutctx._policies.masking import ObservationMaskingPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -94,7 +95,16 @@ def stages_of(policy: CompactionPolicy) -> tuple[CompactionPolicy, ...]:
 class Planner:
     """Plans compactions for one window: its format, settings and the default policy's stages."""
 
-    __slots__ = ("_default", "_floor", "_format", "_headroom", "_settings", "_stages")
+    __slots__ = (
+        "_default",
+        "_drops",
+        "_floor",
+        "_format",
+        "_headroom",
+        "_room",
+        "_settings",
+        "_stages",
+    )
 
     def __init__(self, fmt: Format[Any], settings: Settings, policy: CompactionPolicy) -> None:
         self._format, self._settings = fmt, settings
@@ -103,6 +113,12 @@ class Planner:
         # summaries, as before: a summary is the last thing given up, and a deep cut gives up
         # summaries that a cut to just under compact_at keeps).
         self._floor = isinstance(policy, FloorChain) and settings.summarize is None
+        # Version 4's: a window whose fixed turns alone take max_tokens - compact_at or more is
+        # small at every step (a cut to compact_to itself would keep little beside them).
+        self._room = self._floor and isinstance(policy, RoomChain)
+        # And its small-window cuts drop whole exchanges, oldest first, masking none: a masked
+        # result keeps nothing the agent can quote, while its call and stub keep their room.
+        self._drops = _without_masking(policy) if self._room else self._stages
         # Under compact_at, a new summary still needs room for its label and its text's
         # overrun of the target: what a summary of nothing costs, twice.
         self._headroom = (
@@ -151,20 +167,26 @@ class Planner:
         stages = self._stages if policy is self._default else (policy,)
         untouchable = shape.untouchable_tokens
         top = max(settings.max_tokens - self._headroom, untouchable)
-        floor = untouchable > settings.to and self._floor and policy is self._default
+        fixed = current.request_tokens + sum(
+            price for price, flag in zip(shape.tokens, shape.fixed, strict=True) if flag
+        )
+        small = untouchable > settings.to or (
+            self._room and fixed >= settings.max_tokens - settings.at
+        )
+        floor = small and self._floor and policy is self._default
         if floor:
             # A small window: the untouchable turns alone pass compact_to, so no cut reaches
-            # it. Everything that fits under max_tokens is sent; once it does not, the cut aims
-            # at the fixed turns (the system prompt, the pinned ones) and compact_to's share of
-            # the room beside them, so the next steps append instead of cutting again (a cut
-            # to just under compact_at left room for no step: one cut a step).
+            # it (or, from version 4, the fixed turns take so much of it that a cut to
+            # compact_to would keep little beside them). Everything that fits under max_tokens
+            # is sent; once it does not, the cut aims at the fixed turns (the system prompt,
+            # the pinned ones) and compact_to's share of the room beside them, so the next
+            # steps append instead of cutting again (a cut to just under compact_at left room
+            # for no step: one cut a step).
             if current.token_estimate() <= top:
                 return Pending((), (), policy)
-            fixed = current.request_tokens + sum(
-                price for price, flag in zip(shape.tokens, shape.fixed, strict=True) if flag
-            )
             room = max(0, top - fixed)
             budgets = [max(untouchable, fixed + room * settings.to // settings.max_tokens)]
+            stages = self._drops
         elif untouchable > settings.at:
             # A small window planned by a policy of the caller's, priority mode or with
             # summaries: everything that fits under max_tokens is sent; once it does not, the
@@ -344,6 +366,17 @@ class Planner:
             ):
                 dropped.append(index)
         return dropped
+
+
+def _without_masking(policy: CompactionPolicy) -> tuple[CompactionPolicy, ...]:
+    """Return the stages of ``policy`` (a chain) without its members that mask results.
+
+    Those are the ``ObservationMaskingPolicy`` members (``LargeResultMaskingPolicy`` too); the
+    stub dropping and the dropping members stay, in their order.
+    """
+    assert isinstance(policy, PolicyChain)  # noqa: S101 - a RoomChain is a chain
+    kept = [m for m in policy.policies if not isinstance(m, ObservationMaskingPolicy)]
+    return stages_of(PolicyChain(kept))
 
 
 def _without_summarizers(stages: Sequence[CompactionPolicy]) -> tuple[CompactionPolicy, ...]:

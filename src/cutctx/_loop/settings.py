@@ -72,6 +72,10 @@ class Settings:
     # The cap a result arriving now is excerpted to: ``cap`` held by the calibration (``None``:
     # ``cap``). A plan is checked against ``cap``, so an excerpt decided earlier stays valid.
     fresh_cap: int | None = None
+    # From the messages default of version 4 on (no summaries): a result arriving over the cap
+    # whose excerpt would keep none of its lines whole (one line of JSON: its head cut at a
+    # character) is sent whole while the request has room for it (``decisions.excerpts_of``).
+    whole_lines: bool = False
 
     def narrowed(self, tokens: int) -> Settings:
         """Return these settings with ``tokens`` less room under each threshold (at least 1)."""

@@ -35,6 +35,7 @@ from cutctx._loop.request import Request, WindowStats
 from cutctx._loop.settings import Settings
 from cutctx._loop.state import WindowState
 from cutctx._loop.step import Step, named
+from cutctx._policies.floor import RoomChain
 from cutctx.formats import resolve
 
 if TYPE_CHECKING:
@@ -120,14 +121,13 @@ class ContextWindow:
         self._setup(resolve(format, owner="ContextWindow"), settings)
         self._tune()
 
-    def _setup(self, fmt: Format[Any], settings: Settings, *, version: int = 3) -> None:
+    def _setup(self, fmt: Format[Any], settings: Settings, *, version: int = 4) -> None:
         """Make the window's parts for ``fmt`` and ``settings`` (``from_state`` comes here too).
 
         ``_tune`` then makes its planner. ``version`` is the messages default's, when no policy
-        is given (a state made with version 1 or 2 continues with it).
+        is given (a state made with version 1, 2 or 3 continues with it).
         """
-        self._format, self._settings = fmt, settings
-        self._policy: CompactionPolicy = settings.policy or default_messages_policy(
+        policy: CompactionPolicy = settings.policy or default_messages_policy(
             estimator=settings.estimator,
             keep_recent_results=settings.keep_recent,
             summarize=settings.summarize is not None,
@@ -136,6 +136,11 @@ class ContextWindow:
             version=version,
             recall_index=settings.recall and version >= 2,
         )
+        # The default of version 4 (without summaries) sends a result whose excerpt would keep
+        # no line whole (whether the window made it or was given it).
+        whole = isinstance(policy, RoomChain) and settings.summarize is None
+        settings = dataclasses.replace(settings, whole_lines=whole)
+        self._format, self._settings, self._policy = fmt, settings, policy
         self._recall = RecallIndex() if settings.recall else None
         self._free = [True]  # the one caller's token: taken by a step in flight (see _enter)
         self._working = False  # an aprepare's work runs in a worker thread (see _off_loop)
@@ -308,7 +313,7 @@ class ContextWindow:
         )  # fmt: skip
         window = cls.__new__(cls)
         window._setup(decoded.fmt, decoded.settings)
-        for version in (2, 1):  # a state made with an earlier messages default keeps it
+        for version in (3, 2, 1):  # a state made with an earlier messages default keeps it
             if policy is not None or decoded.policy == named(window._policy):
                 break
             window._setup(decoded.fmt, decoded.settings, version=version)
