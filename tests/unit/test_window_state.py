@@ -529,11 +529,11 @@ class TestTrustedButChecked:
             with pytest.raises(ValidationError, match=words):
                 ContextWindow.from_state(seal(state))
 
-    def test_a_resealed_state_that_fails_the_step_reading_it_is_refused_leaving_it(
+    def test_a_resealed_state_whose_decisions_or_reading_cannot_continue_is_refused_at_from_state(
         self,
     ) -> None:
-        """Decisions and a format reading of the wrong kinds are met only by ``prepare``: the
-        compaction that rebuilds the decisions, the read that continues the reading."""
+        """Decisions and a format reading of the wrong kinds are refused by ``from_state``, not
+        by the ``prepare`` that would rebuild the decisions or continue the reading."""
         steps = histories(60)
         window = ContextWindow("openai_chat", summarize=summarize, **SETTINGS)
         for history in steps[:40]:
@@ -542,22 +542,41 @@ class TestTrustedButChecked:
             (lambda s: s["decisions"]["groups"][0].update(target_tokens="x"), "counts, not 'x'"),
             (lambda s: s["decisions"]["groups"][0].update(text=None), "text are strings"),
             (lambda s: s["decisions"]["groups"][0].update(runs=[]), "a summary of no turns"),
+            (lambda s: s["decisions"]["groups"][0].update(runs=[["m1", 0]]), "is not one"),
+            (lambda s: s["decisions"]["groups"][0].update(extra=1), "a summary group"),
             (lambda s: s["decisions"]["masked"][0].__setitem__(2, "x"), "token_estimate"),
-            (lambda s: s["reading"][1].update(pending=1), "cannot continue from its reading"),
+            (lambda s: s["decisions"]["masked"].append("m1"), "a masked turn"),
+            (lambda s: s["decisions"].update(dropped={}), "runs is not a list"),
+            (lambda s: s["decisions"].update(dropped=[["m1", 10**6]]), "the decisions name"),
+            (lambda s: s["reading"][1].update(pending=1), "the format's reading"),
+            (lambda s: s["seen"].update(fingerprint=1), "the fingerprint is not a text"),
         ]
         for edit, words in edits:
             state = window.state()
             assert state["decisions"]["groups"]
             assert state["decisions"]["masked"]
             edit(state)
-            sealed = seal(state)
-            restored = ContextWindow.from_state(sealed, summarize=summarize)
-            with pytest.raises(
-                ValidationError, match="the state does not fit the history"
-            ) as caught:
-                restored.prepare(steps[-1])  # a compaction: the decisions are rebuilt
+            with pytest.raises(ValidationError, match=r"^ContextWindow\.from_state: ") as caught:
+                ContextWindow.from_state(seal(state), summarize=summarize)
             assert re.search(words, str(caught.value)), caught.value
-            assert restored.state() == sealed  # nothing half-restored
+            assert "\n" not in str(caught.value)
+
+    def test_a_resealed_state_naming_turns_its_history_lacks_is_refused_leaving_it(self) -> None:
+        """What only the history shows (the turn ids the decisions name) is refused by the
+        ``prepare`` that reads it, in the same words, leaving the window as it was."""
+        steps = histories(60)
+        window = ContextWindow("openai_chat", summarize=summarize, **SETTINGS)
+        for history in steps[:40]:
+            window.prepare(history)
+        state = window.state()
+        state["decisions"]["masked"][0][0] = "m100000"
+        sealed = seal(state)
+        restored = ContextWindow.from_state(sealed, summarize=summarize)
+        with pytest.raises(
+            ValidationError, match=r"^ContextWindow\.from_state: the state does not fit the history"
+        ):
+            restored.prepare(steps[-1])  # a compaction: the decisions are placed on the turns
+        assert restored.state() == sealed  # nothing half-restored
 
     def test_an_estimator_that_counts_otherwise_is_refused(self) -> None:
         def encode(text: str) -> list[int]:

@@ -18,6 +18,7 @@ from baseaicore import ValidationError
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.values import Role, TranscriptTurn
 from cutctx._loop.fingerprint import Fingerprint
+from cutctx._loop.jsondata import refused
 from cutctx.formats import Binding, Part, ReaderState, Scanned
 from cutctx.formats._format import hooks_of
 from cutctx.formats._marks import read_observations
@@ -46,10 +47,10 @@ REQUEST_TURN_ID = "request"
 
 def unfit(prices: int, turns: int) -> ValidationError:
     """Return the error for a state whose ``prices`` do not fit the history's ``turns``."""
-    return ValidationError(
-        f"ContextWindow.from_state: the state does not fit the history ({prices} prices "
-        f"for {turns} turns)",
-        details={"field": "state", "prices": prices, "turns": turns},
+    return refused(
+        f"the state does not fit the history ({prices} prices for {turns} turns)",
+        prices=prices,
+        turns=turns,
     )
 
 
@@ -321,10 +322,10 @@ class Ledger:
             if not restored:
                 raise
             # A reader fails on its own state only where a saved one was edited and resealed.
-            raise ValidationError(
-                "ContextWindow.from_state: the state does not fit the history (the format's "
-                f"reader cannot continue from its reading: {type(error).__name__}: {error})",
-                details={"field": "reading"},
+            raise refused(
+                "the state does not fit the history (the format's reader cannot continue from "
+                f"its reading: {type(error).__name__}: {error})",
+                field="reading",
             ) from None
         scanned = settled
         if tail.sent:

@@ -20,14 +20,14 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import CompactionPolicy
     from cutctx._core.values import TranscriptTurn
     from cutctx._loop.compact import CompactedMessages
-    from cutctx._loop.decisions import Decisions
+    from cutctx._loop.decisions import Decisions, SavedDecisions
     from cutctx._loop.ledger import Ledger, Reading
-    from cutctx._loop.request import Request, WindowStats
+    from cutctx._loop.request import Request, Sent, WindowStats
     from cutctx._loop.settings import Settings
 
-__all__ = ["LOWEST_SLOPE", "Calibration", "Saved", "WindowState"]
+__all__ = ["KEPT_REPORTS", "LOWEST_SLOPE", "Calibration", "Saved", "WindowState"]
 
-_KEPT: Final = 8  # the reports a calibration learns from (the most recent ones)
+KEPT_REPORTS: Final = 8  # the reports a calibration learns from (the most recent ones)
 LOWEST_SLOPE: Final = 0.5  # the smallest slope a calibration may find
 _SLOPE_ONE: Final = (LOWEST_SLOPE, 1.5)  # the slope one estimate may teach (the rest is offset)
 _SLOPE: Final = (LOWEST_SLOPE, 2.0)  # the slope a fit over several estimates may find
@@ -37,10 +37,11 @@ _FIT_RANGE: Final = 0.25  # ... whose estimates span this share of their mean
 
 @dataclass(frozen=True, slots=True)
 class Saved:
-    """A restored state's body until a history takes it up (then ``resumed``).
+    """A restored state's body until a history takes it up (then ``resumed``), decoded.
 
     ``data`` is the state exactly as it was restored (``state()`` returns it until then, or
-    until a new system prompt moves its figures: ``None``); the rest is read from it, checked.
+    until a new system prompt moves its figures: ``None``); the rest is what the codec read
+    from it, checked: the decisions by turn id, the request's recipe.
     """
 
     data: dict[str, Any] | None
@@ -48,8 +49,8 @@ class Saved:
     fingerprint: str
     prices: list[int]
     firsts: int
-    decisions: dict[str, Any]
-    request: list[Any]
+    decisions: SavedDecisions
+    request: list[Sent]
     digests: list[str]
     costs: list[int]
     tokens: int
@@ -127,7 +128,7 @@ class Calibration:
             )
         if input_tokens == 0 or self.last == 0:
             return self  # nothing to learn from an empty request
-        reports = (*self.reports, (self.last, input_tokens))[-_KEPT:]
+        reports = (*self.reports, (self.last, input_tokens))[-KEPT_REPORTS:]
         return dataclasses.replace(self, reports=reports)
 
     def applied(self, settings: Settings) -> Settings:
@@ -153,37 +154,6 @@ class Calibration:
         if cap is not None:  # never over the cap itself, which every plan is checked against
             cap = max(1, min(cap, top, math.floor(cap / slope)))
         return dataclasses.replace(settings, max_tokens=top, at=at, to=to, fresh_cap=cap)
-
-    def to_data(self) -> dict[str, Any]:
-        """Return this calibration as JSON data."""
-        return {"reports": [list(report) for report in self.reports], "last": self.last}
-
-    @classmethod
-    def of_data(cls, data: object) -> Calibration:
-        """Return the calibration ``to_data`` gave.
-
-        Raises:
-            ValidationError: for anything else.
-        """
-        if not isinstance(data, dict) or set(data) != {"reports", "last"}:
-            raise _bad("calibration")
-        reports, last = data["reports"], data["last"]
-        if not isinstance(reports, list) or len(reports) > _KEPT:
-            raise _bad("calibration")
-        for report in reports:
-            if not isinstance(report, list) or len(report) != 2:
-                raise _bad("calibration")
-            if any(type(number) is not int or number < 1 for number in report):
-                raise _bad("calibration")
-        if last is not None and (type(last) is not int or last < 0):
-            raise _bad("calibration")
-        return cls(tuple((estimate, count) for estimate, count in reports), last)
-
-
-def _bad(field: str) -> ValidationError:
-    return ValidationError(
-        f"ContextWindow.from_state: malformed state ({field})", details={"field": field}
-    )
 
 
 @dataclass(slots=True)

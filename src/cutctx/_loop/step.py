@@ -18,13 +18,13 @@ from baseaicore import ValidationError
 
 from cutctx._core.errors import BudgetUnsatisfiable
 from cutctx._core.invariants import layout
-from cutctx._core.values import Action, Role, Transcript, TurnReplacement, group_id_for
+from cutctx._core.values import Action, Role, Transcript
 from cutctx._loop.compact import CompactedMessages, priority_policy
-from cutctx._loop.decisions import Decisions, Summary, excerpts_of, shared_excerpts
+from cutctx._loop.decisions import Decisions, excerpts_of, shared_excerpts
 from cutctx._loop.fingerprint import Fingerprint
 from cutctx._loop.jsondata import check_json
 from cutctx._loop.planner import Planner
-from cutctx._loop.request import Request, counted
+from cutctx._loop.request import Request, Unmarked, counted, resolved
 from cutctx.formats._format import WindowHooks, hooks_of
 from cutctx.formats._marks import unmarked
 
@@ -34,10 +34,10 @@ if TYPE_CHECKING:
     from cutctx._core.plan import CompactionPlan
     from cutctx._core.protocols import CompactionPolicy
     from cutctx._core.report import CompactionReport
-    from cutctx._core.values import TranscriptTurn
+    from cutctx._core.values import TranscriptTurn, TurnReplacement
     from cutctx._loop.planner import Pending
     from cutctx._loop.settings import Settings
-    from cutctx._loop.state import Saved, WindowState
+    from cutctx._loop.state import WindowState
     from cutctx.formats import Format, Scanned
 
 __all__ = ["DIGEST_CHARS", "Step", "digest_of", "named"]
@@ -288,10 +288,10 @@ class Step:
             if type(how) is int:
                 made[position] = caller[how]
                 whole.add(how)
-            elif type(how) is list and len(how) == 2 and how[0] == "unmarked":
-                original = caller[how[1]]
+            elif isinstance(how, Unmarked):
+                original = caller[how.index]
                 made[position] = unmarked(original) if isinstance(original, dict) else original
-                whole.add(how[1])
+                whole.add(how.index)
         seen = self.state.ledger.seen
         marked = [
             (seen[index], caller[index])
@@ -477,7 +477,7 @@ class Step:
         state.ledger.warm(history)
         saved = state.saved
         assert saved is not None  # noqa: S101 - a cold ledger has its state pending
-        state.decisions = decisions_of(saved, state.ledger.turns, state.ledger.index_of)
+        state.decisions = saved.decisions.over(state.ledger.turns, state.ledger.index_of)
         state.saved, state.view = None, None
 
     def resume(self, history: Sequence[Any]) -> None:
@@ -500,8 +500,8 @@ class Step:
             state.before_digests = list(saved.digests)
             self.reset()
             return
-        render = any(item == ["render"] for item in saved.request)  # a message the state lacks
-        state.saved = _resumed(saved)
+        messages = resolved(saved.request, history)  # None: a message the state lacks
+        state.saved = dataclasses.replace(saved, resumed=True)
         state.ledger.restore(history, saved.count, saved.prices, saved.firsts, made, saved.reading)
         state.view = None
         state.decisions = Decisions([])
@@ -512,11 +512,11 @@ class Step:
             else priority_policy(self.settings.estimator)
         )
         request = state.request
-        request.messages = [] if render else _resolved(saved.request, history)
+        request.messages = [] if messages is None else messages
         request.recipe = list(saved.request)
         request.digests = list(saved.digests)
         request.costs, request.tokens = list(saved.costs), saved.tokens
-        request.held, request.tail = saved.count, saved.tail and not render
+        request.held, request.tail = saved.count, saved.tail and messages is not None
 
     def recorded(self) -> CompactedMessages[Any] | None:
         """Return a restored window's latest compaction, made again (``None`` if none)."""
@@ -533,96 +533,3 @@ class Step:
         messages = self.fmt.render(Transcript(tuple(view)), ledger.binding(count)).messages
         state.last = CompactedMessages(messages, report, plan)
         return state.last
-
-
-def _resumed(saved: Saved) -> Saved:
-    return dataclasses.replace(saved, resumed=True)
-
-
-def _resolved(recipe: Sequence[Any], history: Sequence[Any]) -> list[Any]:
-    out: list[Any] = []
-    for item in recipe:
-        if isinstance(item, int):
-            out.append(history[item])
-        elif isinstance(item, list):
-            out.append(unmarked(history[item[1]]))
-        else:
-            out.append(item)
-    return out
-
-
-def decisions_of(
-    saved: Saved, turns: Sequence[TranscriptTurn], index_of: dict[str, int]
-) -> Decisions:
-    """Rebuild the saved decisions over the ledger's ``turns`` (``index_of``: by turn id).
-
-    Raises:
-        ValidationError: if a decision names a turn the history does not have.
-    """
-    count = len(turns)
-    actions = [Action.KEEP] * count
-    stubs: dict[int, TurnReplacement] = {}
-    summaries: dict[str, Summary] = {}
-    data = saved.decisions
-    try:
-        for turn_id, content, estimate in data["masked"]:
-            index = index_of[turn_id]
-            actions[index] = Action.MASK
-            stubs[index] = TurnReplacement(content, estimate)
-        for turn_id, content, estimate in data["excerpted"]:
-            index = index_of[turn_id]
-            actions[index] = Action.EXCERPT
-            stubs[index] = TurnReplacement(content, estimate)
-        for index in _indices(data["dropped"], index_of, count):
-            actions[index] = Action.DROP
-        for group in data["groups"]:
-            members = tuple(_indices(group["runs"], index_of, count))
-            for member in members:
-                actions[member] = Action.SUMMARIZE
-            key = group_id_for([turns[member].turn_id for member in members])
-            summaries[key] = _summary(members, group)
-    except (KeyError, TypeError, ValueError, ValidationError) as error:  # a stub's own check
-        raise ValidationError(
-            f"ContextWindow.from_state: the state does not fit the history "
-            f"({type(error).__name__}: {error})",
-            details={"field": "state"},
-        ) from None
-    return Decisions(actions, stubs, summaries)
-
-
-def _summary(members: tuple[int, ...], group: dict[str, Any]) -> Summary:
-    """Return a saved summary group over ``members`` (ledger indices).
-
-    Raises:
-        ValueError, TypeError: for a group of no turns, or a field of another kind.
-    """
-    target, prompt_id, text, cost = (
-        group["target_tokens"], group["prompt_id"], group["text"], group["cost"]
-    )  # fmt: skip
-    if not members:
-        raise ValueError("a summary of no turns")
-    if not (isinstance(prompt_id, str) and isinstance(text, str)):
-        raise TypeError("a summary's prompt_id and text are strings")
-    for value in (target, cost):
-        if type(value) is not int or value < 0:
-            raise TypeError(f"a summary's target_tokens and cost are counts, not {value!r:.20}")
-    return Summary(members, target, prompt_id, text, cost)
-
-
-def _indices(runs: object, index_of: dict[str, int], count: int) -> list[int]:
-    """Return the turn indices of saved ``runs`` (``[first turn id, how many turns]`` each).
-
-    Raises:
-        ValueError, TypeError, KeyError: for a run that is not one, names a turn the history
-            lacks, or runs past the ``count`` turns held.
-    """
-    if not isinstance(runs, list):
-        raise TypeError("runs must be a list")
-    indices: list[int] = []
-    for run in runs:
-        first, length = run
-        start = index_of[first]
-        if type(length) is not int or length < 1 or start + length > count:
-            raise ValueError(f"the run {run!r:.40} is not in the history")
-        indices.extend(range(start, start + length))
-    return indices

@@ -138,6 +138,7 @@ class ContextWindow:
         self._free = [True]  # the one caller's token: taken by a step in flight (see _enter)
         self._working = False  # an aprepare's work runs in a worker thread (see _off_loop)
         self._probe: list[int] | None = None  # the estimator's count of the probe texts
+        self._digests = codec.Digests()  # what state() computed of the request, for the next
         ledger = Ledger(fmt, settings)
         head = sum(turn.token_estimate for turn in ledger.head)
         self._state = WindowState(
@@ -274,7 +275,9 @@ class ContextWindow:
         """
         if self._probe is None:
             self._probe = codec.probe_of(self._settings.estimator)
-        return codec.encode(self._state, self._format, self._settings, self._policy, self._probe)
+        return codec.to_data(
+            self._state, self._format, self._settings, self._policy, self._probe, memo=self._digests
+        )
 
     @classmethod
     def from_state(
@@ -300,7 +303,7 @@ class ContextWindow:
             ValidationError: for a state that is not one ``state()`` returned, a missing
                 argument the state needs (naming it), or a policy other than the state's.
         """
-        decoded = codec.decode(
+        decoded = codec.from_data(
             state, estimator=estimator, summarize=summarize, policy=policy,
             priority=priority, pin=pin, format=format, observation=observation,
         )  # fmt: skip
