@@ -29,22 +29,23 @@ from baseaicore import ValidationError
 
 from cutctx._core.estimators import restored_estimator
 from cutctx._core.values import TurnReplacement
-from cutctx._loop.decisions import SavedDecisions, SavedGroup, saved_decisions
+from cutctx._loop.compact import priority_policy
+from cutctx._loop.decisions import Decisions, SavedDecisions, SavedGroup, saved_decisions
 from cutctx._loop.jsondata import from_json_data, refused, to_json_data
 from cutctx._loop.ledger import Reading
 from cutctx._loop.packed import pack, unpack
-from cutctx._loop.request import LOST, Made, Unmarked, WindowStats
+from cutctx._loop.request import LOST, Made, Request, Unmarked, WindowStats
 from cutctx._loop.settings import Settings
-from cutctx._loop.state import KEPT_REPORTS, LOWEST_SLOPE, Calibration, Saved
+from cutctx._loop.state import KEPT_REPORTS, LOWEST_SLOPE, Calibration, WindowState
 from cutctx._loop.step import DIGEST_CHARS, digest_of, named
 from cutctx._policies.draft import estimator_marks
 from cutctx.formats import resolve
 
 if TYPE_CHECKING:
     from cutctx._core.protocols import CompactionPolicy, TokenEstimator
+    from cutctx._loop.ledger import Ledger
     from cutctx._loop.request import Sent
     from cutctx._loop.settings import Observation, Pin, Priority, Summarize
-    from cutctx._loop.state import WindowState
     from cutctx.formats import Format
 
 __all__ = [
@@ -88,28 +89,16 @@ def to_data(
     A restored state no history has taken up yet is returned exactly as it was restored.
     ``memo`` is the caller's: the digests of request messages an earlier call computed.
     """
-    saved = state.saved
+    if state.restored is not None:  # as from_state was given it: nothing has changed since
+        made: dict[str, Any] = json.loads(json.dumps(state.restored))  # a copy to change
+        return made
     ledger, request = state.ledger, state.request
-    if saved is not None and not saved.resumed:
-        if saved.data is not None:
-            made: dict[str, Any] = json.loads(json.dumps(saved.data))  # a copy to change
-            return made
-        seen = {"count": saved.count, "fingerprint": saved.fingerprint}
-        prices, firsts, recipe, digests = saved.prices, saved.firsts, saved.request, saved.digests
-        costs, tokens, tail, held = saved.costs, saved.tokens, saved.tail, saved.count
-        planned_by, last, reading = saved.planned_by, saved.last, saved.reading
-    else:
-        seen = {"count": ledger.count, "fingerprint": ledger.fingerprint()}
-        prices, firsts, recipe = ledger.prices(), ledger.firsts, request.recipe
-        known = request.digests  # as far as a restored state knew them; then the messages'
-        digests = [*known, *memo.of(fmt, request.messages, len(known))]
-        costs, tokens, tail, held = request.costs, request.tokens, request.tail, request.held
-        planned_by, last, reading = named(state.planned_by), state.last_count, ledger.reading
-    decisions = (
-        saved.decisions
-        if saved is not None
-        else saved_decisions(state.decisions, state.ledger.turns)
-    )
+    known = request.digests  # as far as a restored state knew them; then the messages'
+    digests = [*known, *memo.of(fmt, request.messages, len(known))]
+    reading = ledger.reading
+    decisions = ledger.saved_decisions
+    if decisions is None:
+        decisions = saved_decisions(state.decisions, ledger.turns)
     stats = state.stats
     body = {
         "cutctx_window": STATE_VERSION,
@@ -120,22 +109,22 @@ def to_data(
         "policy": named(policy),
         "estimator": list(estimator_marks(settings.estimator)),
         "probe": probe,
-        "seen": seen,
+        "seen": {"count": ledger.count, "fingerprint": ledger.fingerprint()},
         "head": ledger.head_prices(),
-        "prices": pack(prices),
-        "firsts": firsts,
+        "prices": pack(ledger.prices()),
+        "firsts": ledger.firsts,
         "reading": None
         if reading is None or reading.state is None
         else [reading.count, reading.state],
         "decisions": _decisions_data(decisions),
-        "request": [_item_data(item) for item in recipe],
+        "request": [_item_data(item) for item in request.recipe],
         "digests": "".join(digests),
-        "costs": pack(costs),
-        "tokens": tokens,
-        "held": held,
-        "tail": tail,
-        "planned_by": planned_by,
-        "last": last,
+        "costs": pack(request.costs),
+        "tokens": request.tokens,
+        "held": request.held,
+        "tail": request.tail,
+        "planned_by": named(state.planned_by),
+        "last": state.last_count,
         "stats": {
             "requests": stats.requests,
             "compactions": stats.compactions,
@@ -239,17 +228,67 @@ def _decisions_data(decisions: SavedDecisions) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class _Body:
+    """What a state holds of the messages and the request, read from it and checked."""
+
+    count: int
+    fingerprint: str
+    prices: list[int]
+    firsts: int
+    decisions: SavedDecisions
+    request: list[Sent]
+    digests: list[str]
+    costs: list[int]
+    tokens: int
+    tail: bool
+    planned_by: str
+    last: int | None
+    reading: Reading | None  # the format's reader state it saved (None: read again)
+
+
+@dataclass(frozen=True, slots=True)
 class Decoded:
-    """What a state restores: the format, the settings and the parts of the window's state."""
+    """What a state restores: the format and the settings, then (``state``) the window's state.
+
+    ``data`` is the state as given, which ``state()`` returns until the window changes.
+    """
 
     fmt: Format[Any]
     settings: Settings
     policy: str
     probe: list[int]
     head_changed: bool
-    saved: Saved
+    body: _Body
     stats: WindowStats
     calibration: Calibration
+    data: dict[str, Any]
+
+    def state(self, ledger: Ledger, policy: CompactionPolicy) -> WindowState:
+        """Return the window's state this restores, over its fresh ``ledger`` (held cold).
+
+        ``policy`` is the restored window's: the latest compaction's, unless priority mode's.
+        """
+        body = self.body
+        ledger.restore(
+            body.count, body.fingerprint, body.prices, body.firsts, body.decisions, body.reading
+        )
+        request = Request(
+            [], body.costs, body.tokens, body.count, body.tail, body.request, body.digests
+        )  # its messages: made from the history the first step is handed
+        return WindowState(
+            ledger,
+            Decisions([]),  # placed on the turns when a step reads them (``Ledger.warm``)
+            request,
+            None,
+            self.stats,
+            policy
+            if body.planned_by == named(policy)
+            else priority_policy(self.settings.estimator),
+            last_count=body.last,
+            before=[] if self.head_changed else None,
+            restored=self.data,
+            calibration=self.calibration,
+        )
 
 
 def from_data(
@@ -294,8 +333,8 @@ def from_data(
         fmt = resolve(format if format is not None else data["format"], owner="ContextWindow")
         _check_counts(data, fmt, settings)
         calibration = _calibration(data["calibration"])
-        saved = _saved(data, calibration)
-        _check_reading(saved.reading, fmt, settings)
+        body = _body(data, calibration)
+        _check_reading(body.reading, fmt, settings)
         stats = WindowStats(**{key: _int(value, "stats") for key, value in data["stats"].items()})
         named_policy, probe, head_changed = data["policy"], data["probe"], data["head_changed"]
         if not isinstance(named_policy, str) or not isinstance(head_changed, bool):
@@ -309,9 +348,10 @@ def from_data(
         named_policy,
         probe,
         head_changed,
-        saved,
+        body,
         stats,
         calibration,
+        data,
     )
 
 
@@ -449,7 +489,7 @@ def _calibration(data: object) -> Calibration:
     return Calibration(tuple((estimate, count) for estimate, count in reports), last)
 
 
-def _saved(data: dict[str, Any], calibration: Calibration) -> Saved:
+def _body(data: dict[str, Any], calibration: Calibration) -> _Body:
     """Return the state's body, checked: counts, ranges, lengths, the decisions whole."""
     seen = data["seen"]
     count = _int(seen["count"], "seen")
@@ -475,8 +515,7 @@ def _saved(data: dict[str, Any], calibration: Calibration) -> Saved:
     fingerprint = seen["fingerprint"]
     if not isinstance(fingerprint, str):
         raise _unfit("the fingerprint is not a text")
-    return Saved(
-        data,
+    return _Body(
         count,
         fingerprint,
         prices,

@@ -1,8 +1,8 @@
 """What a window knows between two calls, in one value: ``WindowState``.
 
-The ledger of priced messages, the decisions, the last request, the latest compaction, the
-stats, a restored state not yet taken up (``Saved``) and the calibration to the provider's
-count all live here. A step works on ``copy()`` and the window adopts the result in one
+The ledger of priced messages (cold while restored: see ``ledger``), the decisions, the last
+request, the latest compaction, the stats and the calibration to the provider's count all live
+here. A step works on ``copy()`` and the window adopts the result in one
 assignment; the codec writes and reads this value whole. See docs/design.md, "The window's
 state".
 """
@@ -20,12 +20,12 @@ if TYPE_CHECKING:
     from cutctx._core.protocols import CompactionPolicy
     from cutctx._core.values import TranscriptTurn
     from cutctx._loop.compact import CompactedMessages
-    from cutctx._loop.decisions import Decisions, SavedDecisions
-    from cutctx._loop.ledger import Ledger, Reading
-    from cutctx._loop.request import Request, Sent, WindowStats
+    from cutctx._loop.decisions import Decisions
+    from cutctx._loop.ledger import Ledger
+    from cutctx._loop.request import Request, WindowStats
     from cutctx._loop.settings import Settings
 
-__all__ = ["KEPT_REPORTS", "LOWEST_SLOPE", "Calibration", "Saved", "WindowState"]
+__all__ = ["KEPT_REPORTS", "LOWEST_SLOPE", "Calibration", "WindowState"]
 
 KEPT_REPORTS: Final = 8  # the reports a calibration learns from (the most recent ones)
 LOWEST_SLOPE: Final = 0.5  # the smallest slope a calibration may find
@@ -33,32 +33,6 @@ _SLOPE_ONE: Final = (LOWEST_SLOPE, 1.5)  # the slope one estimate may teach (the
 _SLOPE: Final = (LOWEST_SLOPE, 2.0)  # the slope a fit over several estimates may find
 _FIT_REPORTS: Final = 3  # a least-squares slope needs this many reports ...
 _FIT_RANGE: Final = 0.25  # ... whose estimates span this share of their mean
-
-
-@dataclass(frozen=True, slots=True)
-class Saved:
-    """A restored state's body until a history takes it up (then ``resumed``), decoded.
-
-    ``data`` is the state exactly as it was restored (``state()`` returns it until then, or
-    until a new system prompt moves its figures: ``None``); the rest is what the codec read
-    from it, checked: the decisions by turn id, the request's recipe.
-    """
-
-    data: dict[str, Any] | None
-    count: int
-    fingerprint: str
-    prices: list[int]
-    firsts: int
-    decisions: SavedDecisions
-    request: list[Sent]
-    digests: list[str]
-    costs: list[int]
-    tokens: int
-    tail: bool
-    planned_by: str
-    last: int | None
-    reading: Reading | None = None  # the format's reader state it saved (None: read again)
-    resumed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +137,8 @@ class WindowState:
     ``view`` is the current request's turns (``None``: to be made from the decisions);
     ``before`` the request a reset replaced (or, for a restored window, its messages' digests
     in ``before_digests``), compared once against the next; ``planned_by`` the policy of the
-    latest compaction, ``last_count`` the messages it was over.
+    latest compaction, ``last_count`` the messages it was over; ``restored`` the state's data
+    as ``from_state`` was given it, which ``state()`` returns until the window changes.
     """
 
     ledger: Ledger
@@ -176,7 +151,7 @@ class WindowState:
     last_count: int | None = None
     before: list[Any] | None = None
     before_digests: list[str] | None = None
-    saved: Saved | None = None
+    restored: dict[str, Any] | None = None
     calibration: Calibration = Calibration()
 
     def copy(self) -> WindowState:
@@ -192,11 +167,6 @@ class WindowState:
             self.last_count,
             self.before,
             self.before_digests,
-            self.saved,
+            self.restored,
             self.calibration,
         )
-
-    @property
-    def unseen(self) -> bool:
-        """Whether this is a restored state no history has taken up yet."""
-        return self.saved is not None and not self.saved.resumed

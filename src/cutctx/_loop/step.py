@@ -10,7 +10,6 @@ state").
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import TYPE_CHECKING, Any, Final
 
@@ -19,7 +18,7 @@ from baseaicore import ValidationError
 from cutctx._core.errors import BudgetUnsatisfiable
 from cutctx._core.invariants import layout
 from cutctx._core.values import Action, Role, Transcript
-from cutctx._loop.compact import CompactedMessages, priority_policy
+from cutctx._loop.compact import CompactedMessages
 from cutctx._loop.decisions import Decisions, excerpts_of, shared_excerpts
 from cutctx._loop.fingerprint import Fingerprint
 from cutctx._loop.jsondata import check_json
@@ -106,14 +105,13 @@ class Step:
             )
         history = self.without_cache_markers(history)
         state = self.state
-        if state.unseen:
-            self.resume(history)
+        if state.ledger.unseen:
+            self.attach(history)
         ledger = state.ledger
         if ledger.matching(history) < ledger.count:
             self.reset()
         self.resettle(history)
         if state.request.held != ledger.count:  # a step that failed after holding its messages
-            self.warm(history)
             state.request.tail, state.request.tokens = False, self.tokens()
         read = ledger.read(history, ledger.count) if len(history) > ledger.count else None
         if read is not None:
@@ -126,7 +124,7 @@ class Step:
         if state.request.tokens + added + hedge <= self.settings.at:
             self.append(history, read, added, excerpts)
             return None
-        self.warm(history)
+        self.live()
         settings, planner = self.settings, self.planner
         if hedge:
             self.settings = settings.narrowed(hedge)
@@ -310,12 +308,12 @@ class Step:
             start -= 1
         if start == count or len(history) == count:
             return
-        self.warm(history)
+        self.live()
         end = ledger.end(start)
         if not state.decisions.truncate(end):
             self.reset()
             return
-        ledger.truncate(start, history)
+        ledger.truncate(start)
         state.view = None
         state.request.tail = False
         state.request.held = min(state.request.held, start)
@@ -332,7 +330,7 @@ class Step:
         state.view = list(ledger.head)
         head = sum(turn.token_estimate for turn in ledger.head)
         state.request = Request.empty(head, tail=False)
-        state.saved = None
+        state.restored = None
         state.last, state.last_count = None, None
         state.stats = counted(state.stats, resets=1)
 
@@ -369,7 +367,7 @@ class Step:
         request = state.request
         previous = self.previous()
         if excerpts:
-            self.warm(history)
+            self.live()  # an excerpt is a decision: on the turns read again
         if read is not None:
             self.hold(history, read, excerpts)
         request.tokens += added
@@ -377,7 +375,7 @@ class Step:
             # After a reset, when the request does not end with the last held message (it
             # was masked or removed, so the new ones may merge or need an opener), or when a
             # new result is excerpted: render, and a step that excerpts records its plan.
-            self.warm(history)
+            self.live()
             made = self.adopt(state.decisions, state.planned_by) if excerpts else None
             self.render(previous, compacted=False)
             if made is not None:
@@ -463,60 +461,37 @@ class Step:
         )
         state.request.tokens += change
         state.before, state.before_digests = [], None  # nothing of the old prefix is shared
-        saved = state.saved
-        if saved is not None and not saved.resumed:  # not taken up yet: its figures move
-            state.saved = dataclasses.replace(saved, data=None, tokens=saved.tokens + change)
+        state.restored = None
 
     # -- a restored state ---------------------------------------------------------------------
 
-    def warm(self, history: Sequence[Any]) -> None:
-        """Materialize what a restored window holds only by its state."""
-        state = self.state
-        if state.ledger.cold is None:
-            return
-        state.ledger.warm(history)
-        saved = state.saved
-        assert saved is not None  # noqa: S101 - a cold ledger has its state pending
-        state.decisions = saved.decisions.over(state.ledger.turns, state.ledger.index_of)
-        state.saved, state.view = None, None
+    def live(self) -> None:
+        """Have a restored window's old messages read again, once (``Ledger.warm``).
 
-    def resume(self, history: Sequence[Any]) -> None:
+        The decisions the state named by turn id are then the window's, and the view is made
+        again from them.
+        """
+        state = self.state
+        decisions = state.ledger.warm()
+        if decisions is not None:
+            state.decisions, state.view = decisions, None
+
+    def attach(self, history: Sequence[Any]) -> None:
         """Take up a restored state over ``history``: held cold if it starts as the state saw.
 
         A history that does not (shorter, or edited) starts over as a live window's would,
         its request compared with the state's by the digests of its messages.
         """
         state = self.state
-        saved = state.saved
-        assert saved is not None  # noqa: S101 - only called with a state pending
-        made = (
-            None
-            if len(history) < saved.count
-            else Fingerprint.resume(
-                history[: saved.count], hooks_of(self.fmt).fingerprint_data, saved.fingerprint
-            )
-        )
-        if made is None:
-            state.before_digests = list(saved.digests)
+        request = state.request
+        if not state.ledger.attach(history):
+            state.before_digests = list(request.digests)
             self.reset()
             return
-        messages = resolved(saved.request, history)  # None: a message the state lacks
-        state.saved = dataclasses.replace(saved, resumed=True)
-        state.ledger.restore(history, saved.count, saved.prices, saved.firsts, made, saved.reading)
-        state.view = None
-        state.decisions = Decisions([])
-        state.last_count = saved.last
-        state.planned_by = (
-            self.policy
-            if saved.planned_by == named(self.policy)
-            else priority_policy(self.settings.estimator)
-        )
-        request = state.request
+        messages = resolved(request.recipe, history)  # None: a message the state lacks
         request.messages = [] if messages is None else messages
-        request.recipe = list(saved.request)
-        request.digests = list(saved.digests)
-        request.costs, request.tokens = list(saved.costs), saved.tokens
-        request.held, request.tail = saved.count, saved.tail and messages is not None
+        request.tail = request.tail and messages is not None
+        state.restored = None
 
     def recorded(self) -> CompactedMessages[Any] | None:
         """Return a restored window's latest compaction, made again (``None`` if none)."""
@@ -525,7 +500,7 @@ class Step:
         if state.last is not None or count is None:
             return state.last
         ledger = state.ledger
-        self.warm(ledger.seen)
+        self.live()
         history = Transcript(tuple(ledger.turns[: ledger.end(count)]))
         budget = self.planner.budget_for(history)
         plan = state.decisions.plan(history, budget, state.planned_by, self.settings.estimator)

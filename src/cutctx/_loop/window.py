@@ -181,7 +181,7 @@ class ContextWindow:
     def last(self) -> CompactedMessages[Any] | None:
         """The latest compaction: its request, report and plan over the whole history then."""
         state = self._state
-        if state.last is None and state.last_count is not None:  # a restored window's
+        if state.last is None and state.last_count is not None and not state.ledger.unseen:
             self._idle()
             step = self._step()
             made = step.recorded()
@@ -209,13 +209,14 @@ class ContextWindow:
         argument or an unknown digest gives back a one-line explanation, never an exception.
         """
         state = self._state
-        if self._recall is not None and not self._recall.complete and not state.unseen:
+        unseen = state.ledger.unseen
+        if self._recall is not None and not self._recall.complete and not unseen:
             self._idle()
             step = self._step()  # restored from a state: read the old messages once
-            step.warm(state.ledger.seen)
+            step.live()
             self._recall.fill(step.state.ledger.turns)
             self._keep(step)
-        return answer(self._recall, arguments, self._format, self._settings, unseen=state.unseen)
+        return answer(self._recall, arguments, self._format, self._settings, unseen=unseen)
 
     def prepare[M](self, history: Sequence[M]) -> list[M]:
         """Return the messages to send now for ``history``; see the class docstring.
@@ -315,13 +316,7 @@ class ContextWindow:
             window._setup(decoded.fmt, decoded.settings, version=version)
         codec.check_policy(decoded, window._policy)
         window._probe = decoded.probe
-        window._state = dataclasses.replace(
-            window._state,
-            saved=decoded.saved,
-            stats=decoded.stats,
-            calibration=decoded.calibration,
-            before=[] if decoded.head_changed else None,
-        )
+        window._state = decoded.state(window._state.ledger, window._policy)
         if window._recall is not None:
             window._recall = RecallIndex(complete=False)  # indexed when first asked
         window._tune()
