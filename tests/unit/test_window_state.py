@@ -544,6 +544,7 @@ class TestTrustedButChecked:
             (lambda s: s["decisions"]["groups"][0].update(runs=[]), "a summary of no turns"),
             (lambda s: s["decisions"]["groups"][0].update(runs=[["m1", 0]]), "is not one"),
             (lambda s: s["decisions"]["groups"][0].update(extra=1), "a summary group"),
+            (lambda s: s["decisions"]["groups"].__setitem__(0, "x"), "a summary group"),
             (lambda s: s["decisions"]["masked"][0].__setitem__(2, "x"), "token_estimate"),
             (lambda s: s["decisions"]["masked"].append("m1"), "a masked turn"),
             (lambda s: s["decisions"].update(dropped={}), "runs is not a list"),
@@ -568,15 +569,23 @@ class TestTrustedButChecked:
         window = ContextWindow("openai_chat", summarize=summarize, **SETTINGS)
         for history in steps[:40]:
             window.prepare(history)
-        state = window.state()
-        state["decisions"]["masked"][0][0] = "m100000"
-        sealed = seal(state)
-        restored = ContextWindow.from_state(sealed, summarize=summarize)
-        with pytest.raises(
-            ValidationError, match=r"^ContextWindow\.from_state: the state does not fit the history"
-        ):
-            restored.prepare(steps[-1])  # a compaction: the decisions are placed on the turns
-        assert restored.state() == sealed  # nothing half-restored
+        last = f"m{len(steps[39]) - 1}"  # the last message's turn: Chat names it by its index
+        edits: list[tuple[Callable[[dict[str, Any]], object], str]] = [
+            (lambda s: s["decisions"]["masked"][0].__setitem__(0, "m100000"), "KeyError"),
+            (lambda s: s["decisions"].update(dropped=[[last, 3]]), "is not in the history"),
+        ]
+        for edit, words in edits:
+            state = window.state()
+            edit(state)
+            sealed = seal(state)
+            restored = ContextWindow.from_state(sealed, summarize=summarize)
+            with pytest.raises(
+                ValidationError,
+                match=r"^ContextWindow\.from_state: the state does not fit the history",
+            ) as caught:
+                restored.prepare(steps[-1])  # a compaction: the decisions are placed on the turns
+            assert re.search(words, str(caught.value)), caught.value
+            assert restored.state() == sealed  # nothing half-restored
 
     def test_an_estimator_that_counts_otherwise_is_refused(self) -> None:
         def encode(text: str) -> list[int]:
@@ -822,3 +831,47 @@ def test_a_restored_window_prices_a_named_results_stub_as_the_live_one() -> None
         assert window.prepare(history) == live.prepare(history), f"step {n}"
         state = window.state()
     assert live.stats.compactions >= 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Boxed:
+    """A message object that is not JSON data (a model, as a framework's messages are)."""
+
+    message: dict[str, Any]
+
+    def model_dump(self, *, exclude_none: bool = False) -> dict[str, Any]:
+        del exclude_none
+        return self.message
+
+
+class BoxingFormat(type(OPENAI_CHAT)):  # type: ignore[misc]
+    """Chat, but every message the window makes (a stub, a merge) is rendered as a ``Boxed``."""
+
+    __slots__ = ()
+
+    def render(self, view: Any, binding: Binding[Any]) -> Rendered[Any]:
+        rendered: Rendered[Any] = super().render(view, binding)
+        originals = {id(message) for message in binding.originals}
+        return rendered._replace(
+            messages=[
+                message if id(message) in originals else Boxed(message)
+                for message in rendered.messages
+            ]
+        )
+
+
+def test_a_made_message_json_cannot_carry_is_rendered_again_after_a_restore() -> None:
+    """A state cannot carry a made message that is not JSON data (it writes ``["render"]``): the
+    restored window renders its request again and sends what the uninterrupted window sends."""
+    steps = histories(60)
+    live = ContextWindow(BoxingFormat(), **SETTINGS)
+    restored: ContextWindow | None = None
+    seen = 0
+    for history in steps:
+        request = live.prepare(history)
+        if restored is not None:
+            assert restored.prepare(history) == request
+        state = json.loads(json.dumps(live.state()))
+        seen += ["render"] in state["request"]
+        restored = ContextWindow.from_state(state, format=BoxingFormat())
+    assert seen

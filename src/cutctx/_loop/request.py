@@ -58,9 +58,6 @@ class Lost:
 
     __slots__ = ()
 
-    def __repr__(self) -> str:
-        return "LOST"
-
 
 LOST: Final = Lost()
 
