@@ -240,44 +240,48 @@ class TestWindowState:
 
     @pytest.mark.parametrize("saved", ["dropped", "groups"])
     @pytest.mark.parametrize("version", [3, 4])
-    def test_a_state_of_an_earlier_version_restores_and_continues(
+    def test_a_state_of_a_development_build_is_refused_by_its_version(
         self, version: int, saved: str
     ) -> None:
-        """A state written by an earlier release (tests/states/version3.json and version4.json,
-        made by ``state()`` at that release: version 3 with one id per dropped turn and per
-        summary member, version 4 with its prices, costs and digests as JSON lists) restores and
-        sends the requests the uninterrupted window of that release sends (its messages default
-        was version 2)."""
-        recorded = json.loads(STATES.joinpath(f"version{version}.json").read_text())[saved]
-        state, steps = recorded["state"], recorded["steps"]
+        """Versions 3 and 4 (tests/states/version3.json and version4.json, made by ``state()`` of
+        development builds of 0.1.1; no release wrote them) are refused by ``from_state`` in one
+        line that names the version and the one this release reads."""
+        state = json.loads(STATES.joinpath(f"version{version}.json").read_text())[saved]["state"]
         assert state["cutctx_window"] == version
-        assert state["decisions"][saved]
-        assert isinstance(state["prices"], list)
         kwargs: dict[str, Any] = {"summarize": summarize} if saved == "groups" else {}
-        # The state names the default of its release, "text/1", and the messages default of
-        # version 2: it restores with those rules.
+        with pytest.raises(
+            ValidationError, match=rf"state is of version {version}, .* reads version 5"
+        ) as caught:
+            ContextWindow.from_state(state, **kwargs)
+        assert "\n" not in str(caught.value)
+        assert caught.value.details == {"field": "state"}
+
+    @pytest.mark.parametrize("summarized", [False, True])
+    def test_a_state_made_with_earlier_rules_restores_with_them(self, summarized: bool) -> None:
+        """A state priced by ``"text/1"`` and planned by the messages default of version 2
+        restores with both when neither is given again, and sends the uninterrupted window's
+        requests."""
+        kwargs: dict[str, Any] = {"summarize": summarize} if summarized else {}
         estimator = TextEstimator(version="1")
         policy = default_messages_policy(
             estimator=estimator,
-            summarize=saved == "groups",
-            summary_input_tokens=SETTINGS["max_tokens"] // 2 if saved == "groups" else None,
+            summarize=summarized,
+            summary_input_tokens=SETTINGS["max_tokens"] // 2 if summarized else None,
             version=2,
         )
         live = ContextWindow(
             "openai_chat", **SETTINGS, **kwargs, estimator=estimator, policy=policy
         )
-        history = list(session("openai_chat", steps + 8))
-        for step in history[:steps]:
-            live.prepare(step)
-        restored = ContextWindow.from_state(state, **kwargs)
-        assert restored.state() == state
-        for step in history[steps:]:
-            assert restored.prepare(step) == live.prepare(step)
+        steps = histories(70)
+        for history in steps[:40]:
+            live.prepare(history)
+        restored = ContextWindow.from_state(json.loads(json.dumps(live.state())), **kwargs)
+        assert restored.policy.version == policy.version
+        for history in steps[40:]:
+            assert restored.prepare(history) == live.prepare(history)
             restored = ContextWindow.from_state(json.loads(json.dumps(restored.state())), **kwargs)
-        assert restored.state()["cutctx_window"] == 5
         assert restored.state() == live.state()
-        assert restored.stats == live.stats
-        assert restored.stats.resets == 0
+        assert live.stats.compactions > 1
 
     def test_the_codec_reaches_no_private_attribute_of_the_window(self) -> None:
         import inspect  # noqa: PLC0415 - only this test reads source
@@ -506,6 +510,12 @@ class TestTrustedButChecked:
             (lambda s: s.update(costs="H" + s["costs"][2:]), r"malformed state \(costs: "),
             (lambda s: s.update(digests=s["digests"][:-1]), "digests are not digests"),
             (lambda s: s.update(digests=["0" * 15]), "digests are not digests"),
+            (lambda s: s["request"].__setitem__(0, "x"), "the request holds 'x'"),
+            (lambda s: s.update(decisions=[]), r"does not hold together \(decisions\)"),
+            (lambda s: s.update(last=10**6), "the latest compaction was over 1000000"),
+            (lambda s: s.update(prices=[1, -1]), "prices holds a negative count"),
+            (lambda s: s.update(prices=["1"]), "prices is not a list of counts"),
+            (lambda s: s["stats"].update(requests=-1), "stats holds -1"),
         ]
         for edit, words in edits:
             state = self.state()

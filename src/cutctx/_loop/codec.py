@@ -60,10 +60,9 @@ __all__ = [
 ]
 
 STATE_VERSION: Final = 5
-# Version 4 wrote the prices and the request's costs as lists of numbers and its digests as a
-# list of strings (read as they are); version 3 also wrote the dropped turns and a summary's
-# members one id each (``"dropped"`` and a group's ``"turn_ids"``), read as runs of one turn.
-_READABLE: Final = frozenset({3, 4, STATE_VERSION})
+# Versions 3 and 4 were written by development builds of 0.1.1 only, never by a release: they
+# are refused by name (the window starts afresh), not read.
+_UNRELEASED: Final = frozenset({3, 4})
 _CALLABLES: Final = ("summarize", "priority", "pin", "observation")
 _DECISIONS: Final = frozenset({"masked", "excerpted", "dropped", "groups"})
 _GROUP: Final = frozenset({"runs", "target_tokens", "prompt_id", "text", "cost"})
@@ -363,7 +362,12 @@ def _loaded(state: object) -> dict[str, Any]:
             state = None
     version = state.get("cutctx_window") if isinstance(state, dict) else None
     # The type first: 5.0 and True equal a version, and a list cannot be looked up in a set.
-    if not isinstance(state, dict) or type(version) is not int or version not in _READABLE:
+    if type(version) is int and version in _UNRELEASED:
+        raise refused(
+            f"the state is of version {version}, which only development builds of 0.1.1 wrote; "
+            f"this release reads version {STATE_VERSION} (start the window afresh)"
+        )
+    if not isinstance(state, dict) or type(version) is not int or version != STATE_VERSION:
         raise refused("not a window state (or of another version)")
     try:
         made = _digest(state)
@@ -452,7 +456,7 @@ def _ints(values: object, field: str) -> list[int]:
 
 
 def _counts(value: object, field: str) -> list[int]:
-    """Return the counts of a state's ``field``: packed (``packed.pack``) or a list of them."""
+    """Return the counts of a state's ``field``: packed, or a list (``packed.pack`` for why)."""
     if isinstance(value, str):
         try:
             return unpack(value)
@@ -462,13 +466,9 @@ def _counts(value: object, field: str) -> list[int]:
 
 
 def _digests(value: object) -> list[str]:
-    """Return the request's message digests: one string of them (or, before version 5, a list)."""
+    """Return the request's message digests, joined in one string."""
     if isinstance(value, str) and not len(value) % DIGEST_CHARS:
         return [value[start : start + DIGEST_CHARS] for start in range(0, len(value), DIGEST_CHARS)]
-    if isinstance(value, list) and all(
-        isinstance(digest, str) and len(digest) == DIGEST_CHARS for digest in value
-    ):
-        return value
     raise _unfit("the request's digests are not digests")
 
 
@@ -509,7 +509,7 @@ def _body(data: dict[str, Any], calibration: Calibration) -> _Body:
     firsts = _int(data["firsts"], "firsts")
     reading = _reading(data.get("reading"), count)
     prices = _counts(data["prices"], "prices")
-    decisions = _decisions(data["decisions"], one_each=data["cutctx_window"] == 3)
+    decisions = _decisions(data["decisions"])
     if decisions.named > len(prices):
         raise _unfit(f"the decisions name {decisions.named} turns of {len(prices)} priced")
     fingerprint = seen["fingerprint"]
@@ -546,30 +546,19 @@ def _item(item: object, count: int) -> Sent:
     raise _unfit(f"the request holds {item!r:.40}")
 
 
-def _decisions(data: object, *, one_each: bool) -> SavedDecisions:
-    """Return the state's decisions, each of its kinds checked.
-
-    ``one_each``: version 3 wrote the dropped turns and a summary's members one id each.
-    """
+def _decisions(data: object) -> SavedDecisions:
+    """Return the state's decisions, each of its kinds checked."""
     if not isinstance(data, dict) or set(data) != _DECISIONS:
         raise _unfit("decisions")
     groups = []
     for group in _list(data["groups"], "a summary group"):
         if not isinstance(group, dict):
             raise _unfit("a summary group")
-        if one_each:  # one id each: runs of one turn
-            group = {  # noqa: PLW2901 - read as the current version's
-                **{key: value for key, value in group.items() if key != "turn_ids"},
-                "runs": [[turn_id, 1] for turn_id in _list(group["turn_ids"], "a group's ids")],
-            }
         groups.append(_group(group))
-    dropped = data["dropped"]
-    if one_each:
-        dropped = [[turn_id, 1] for turn_id in _list(dropped, "the dropped turns")]
     return SavedDecisions(
         _stubs(data["masked"], "masked"),
         _stubs(data["excerpted"], "excerpted"),
-        _runs(dropped),
+        _runs(data["dropped"]),
         tuple(groups),
     )
 
