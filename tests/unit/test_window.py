@@ -346,7 +346,7 @@ class TestSettings:
         default = ContextWindow("openai_chat", max_tokens=max_tokens)
         half = ContextWindow("openai_chat", max_tokens=max_tokens, compact_to=0.5)
         assert default.state()["compact_to"] is None
-        assert default._settings.to == half._settings.to == max_tokens // 2
+        assert default._settings.compact_to == half._settings.compact_to == max_tokens // 2
 
     @pytest.mark.parametrize(
         ("kwargs", "match"),

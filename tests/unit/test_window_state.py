@@ -665,7 +665,9 @@ class TestCalibration:
         calibration = dataclasses.replace(Calibration(), reports=((1000, 2000),))
         window = ContextWindow("openai_chat", max_result_tokens=500, **SETTINGS)
         limits = calibration.applied(window._settings)
-        assert limits.cap == 500  # what plans are checked against: earlier excerpts stay valid
+        assert (
+            limits.max_result_tokens == 500
+        )  # what plans are checked against: earlier excerpts stay valid
         assert limits.new_result_cap == 333  # a result arriving now: 500 / 1.5
         assert limits.max_tokens == 1666  # 1.5 x estimate + 500: (3000 - 500) / 1.5
 

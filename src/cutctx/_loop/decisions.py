@@ -103,8 +103,10 @@ def shared_excerpts(
             cap = max(MIN_SHARED_EXCERPT, share)
             break
         left -= price(turn)
-    if settings.cap is not None:  # every plan is checked against the cap: never over it
-        cap = min(cap, settings.cap)
+    if (
+        settings.max_result_tokens is not None
+    ):  # every plan is checked against the cap: never over it
+        cap = min(cap, settings.max_result_tokens)
     tool = RECALL_TOOL if settings.recall else None
     made = dict(excerpts)
     for turn in results:

@@ -126,9 +126,9 @@ class Planner:
         """Return the budget a plan over ``history`` is held to: ``compact_to`` or the floor."""
         settings = self._settings
         return CompactionBudget(
-            max(settings.to, layout(history, self.hard).untouchable_tokens),
-            settings.protected,
-            max_result_tokens=settings.cap,
+            max(settings.compact_to, layout(history, self.hard).untouchable_tokens),
+            settings.protected_recent_turns,
+            max_result_tokens=settings.max_result_tokens,
         )
 
     def plan(self, current: Transcript, policy: CompactionPolicy, ledger: Ledger) -> Pending:
@@ -151,7 +151,7 @@ class Planner:
         stages = self._stages if policy is self._default else (policy,)
         untouchable = shape.untouchable_tokens
         top = max(settings.max_tokens - self._headroom, untouchable)
-        floor = untouchable > settings.to and self._floor and policy is self._default
+        floor = untouchable > settings.compact_to and self._floor and policy is self._default
         if floor:
             # A small window: the untouchable turns alone pass compact_to, so no cut reaches
             # it. Everything that fits under max_tokens is sent; once it does not, the cut aims
@@ -164,8 +164,8 @@ class Planner:
                 price for price, flag in zip(shape.tokens, shape.fixed, strict=True) if flag
             )
             room = max(0, top - fixed)
-            budgets = [max(untouchable, fixed + room * settings.to // settings.max_tokens)]
-        elif untouchable > settings.at:
+            budgets = [max(untouchable, fixed + room * settings.compact_to // settings.max_tokens)]
+        elif untouchable > settings.compact_at:
             # A small window planned by a policy of the caller's, priority mode or with
             # summaries: everything that fits under max_tokens is sent; once it does not, the
             # cut keeps the newest exchanges and leaves compact_to's share of the room that is
@@ -173,12 +173,14 @@ class Planner:
             if current.token_estimate() <= top:
                 return Pending((), (), policy)
             room = top - untouchable
-            budgets = [untouchable + room * settings.to // settings.max_tokens]
+            budgets = [untouchable + room * settings.compact_to // settings.max_tokens]
         else:
             # compact_to when the untouchable turns leave it reachable; else, and when no plan
             # reaches it, destructive moves stop once the request is under compact_at.
-            under_at = max(min(settings.at, top), untouchable)
-            budgets = [under_at] if untouchable > settings.to else [settings.to, under_at]
+            under_at = max(min(settings.compact_at, top), untouchable)
+            budgets = (
+                [under_at] if untouchable > settings.compact_to else [settings.compact_to, under_at]
+            )
         summaries = any(turn.turn_id.startswith(SUMMARY_TURN_ID_PREFIX) for turn in current.turns)
         transcripts = [_with_summaries_pinned(current), current] if summaries else [current]
         made: Stages = ()
@@ -247,7 +249,7 @@ class Planner:
 
     def _run(self, current: Transcript, stages: Sequence[CompactionPolicy], budget: int) -> Stages:
         """Run ``stages`` over ``current``, each over the view the one before gives."""
-        aim = CompactionBudget(budget, self._settings.protected)
+        aim = CompactionBudget(budget, self._settings.protected_recent_turns)
         made: list[tuple[Transcript, CompactionPlan]] = []
         for policy in stages:
             if made:
@@ -271,7 +273,7 @@ class Planner:
         self, stages: Stages
     ) -> tuple[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]], ...]:
         """Return each summary request with the turns it covers, within the input bound."""
-        bound = self._settings.summary_input
+        bound = self._settings.summary_input_tokens
         calls = []
         for current, plan in stages:
             by_id = {turn.turn_id: turn for turn in current.turns}
@@ -298,7 +300,7 @@ class Planner:
     @property
     def hard(self) -> CompactionBudget:
         """The budget a request is laid out under: ``max_tokens``, the protected tail."""
-        return CompactionBudget(self._settings.max_tokens, self._settings.protected)
+        return CompactionBudget(self._settings.max_tokens, self._settings.protected_recent_turns)
 
     def units(self, turns: Sequence[TranscriptTurn]) -> Units:
         """Return the exchanges of ``turns`` under the window's protected tail."""
@@ -318,7 +320,7 @@ class Planner:
         rendered = self._format.render(Transcript(tuple(view)), ledger.binding(ledger.count))
         if not rendered.joined:
             return []
-        tail = len(ledger.turns) - self._settings.protected
+        tail = len(ledger.turns) - self._settings.protected_recent_turns
         dropped = []
         for turn in view:
             part = ledger.parts.get(turn.turn_id)

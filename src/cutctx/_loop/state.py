@@ -121,13 +121,15 @@ class Calibration:
             return max(1, math.floor((threshold - offset - margin) / slope))
 
         top = held(settings.max_tokens)
-        at = max(1, min(top, held(settings.at)))
-        to = max(1, min(at, held(settings.to)))
+        at = max(1, min(top, held(settings.compact_at)))
+        to = max(1, min(at, held(settings.compact_to)))
         # The result cap follows: a result is a share of the request, in the provider's count.
-        cap = settings.cap
+        cap = settings.max_result_tokens
         if cap is not None:  # never over the cap itself, which every plan is checked against
             cap = max(1, min(cap, top, math.floor(cap / slope)))
-        return dataclasses.replace(settings, max_tokens=top, at=at, to=to, fresh_cap=cap)
+        return dataclasses.replace(
+            settings, max_tokens=top, compact_at=at, compact_to=to, calibrated_result_cap=cap
+        )
 
 
 @dataclass(slots=True)

@@ -121,7 +121,7 @@ class Step:
         new = () if read is None else read.turns
         added = sum(excerpts.get(turn.turn_id, turn).token_estimate for turn in new)
         hedge = math.ceil(HEDGE * added) if state.calibration.reports else 0
-        if state.request.tokens + added + hedge <= self.settings.at:
+        if state.request.tokens + added + hedge <= self.settings.compact_at:
             self.append(history, read, added, excerpts)
             return None
         self.live()
@@ -241,7 +241,7 @@ class Step:
         already held and the new messages that are not results (``shared_excerpts``). With
         excerpts off (no result cap) the results stay whole.
         """
-        if self.settings.cap is None or not new:
+        if self.settings.max_result_tokens is None or not new:
             return excerpts
         view = self.current()
         flags = layout(Transcript((*view, *new)), self.planner.hard).untouchable

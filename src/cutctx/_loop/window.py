@@ -127,9 +127,9 @@ class ContextWindow:
         self._format, self._settings = fmt, settings
         self._policy: CompactionPolicy = settings.policy or default_messages_policy(
             estimator=settings.estimator,
-            keep_recent_results=settings.keep_recent,
+            keep_recent_results=settings.keep_recent_results,
             summarize=settings.summarize is not None,
-            summary_input_tokens=settings.summary_input,
+            summary_input_tokens=settings.summary_input_tokens,
             placeholder=RECALL_PLACEHOLDER if settings.recall else DEFAULT_PLACEHOLDER,
             version=version,
             recall_index=settings.recall and version >= 2,
@@ -198,7 +198,7 @@ class ContextWindow:
         """
         if self._recall is None:
             return None
-        return tool_of(self._format, self._settings.cap or DEFAULT_PAGE_TOKENS)
+        return tool_of(self._format, self._settings.max_result_tokens or DEFAULT_PAGE_TOKENS)
 
     def recall(self, arguments: object) -> str:
         """Answer a ``cutctx_recall`` call: a page of the original its ``sha256`` names.
