@@ -123,7 +123,7 @@ def to_data(
         "held": request.held,
         "tail": request.tail,
         "planned_by": named(state.planned_by),
-        "last": state.last_count,
+        "last": state.compacted_count,
         "stats": {
             "requests": stats.requests,
             "compactions": stats.compactions,
@@ -133,7 +133,7 @@ def to_data(
         },
         "calibration": {
             "reports": [list(report) for report in state.calibration.reports],
-            "last": state.calibration.last,
+            "last": state.calibration.last_estimate,
         },
         "head_changed": state.before is not None,  # set_system since the last request
     }
@@ -283,7 +283,7 @@ class Decoded:
             policy
             if body.planned_by == named(policy)
             else priority_policy(self.settings.estimator),
-            last_count=body.last,
+            compacted_count=body.last,
             before=[] if self.head_changed else None,
             restored=self.data,
             calibration=self.calibration,

@@ -187,8 +187,8 @@ class Ledger:
         "index_of",
         "originals",
         "parts",
-        "print",
         "reading",
+        "running",
         "seen",
         "sent",
         "settings",
@@ -262,7 +262,7 @@ class Ledger:
         self.ends: list[int] = []  # each message's end in ``turns`` (exclusive)
         self.firsts = 0  # messages pinned as the first ones (``keep_first``)
         self.first_indices: list[int] = []  # which ones (known once warm)
-        self.print: Fingerprint | None = None
+        self.running: Fingerprint | None = None
         self.cold: _Cold | None = None
         # The format's reader state after the held messages it has settled (all but a trailing
         # run whose turns the next message may change), and how many those are.
@@ -280,7 +280,7 @@ class Ledger:
             list(self.ends),
         )
         made.firsts, made.first_indices = self.firsts, list(self.first_indices)
-        made.print = None if self.print is None else self.print.copy()
+        made.running = None if self.running is None else self.running.copy()
         made._reader, made._pending, made.reading = self._reader, self._pending, self.reading
         cold = self.cold
         made.cold = None if cold is None else dataclasses.replace(cold, tail=list(cold.tail))
@@ -383,8 +383,8 @@ class Ledger:
         )
         self.firsts += len(used)
         self.seen.extend(history[start : start + len(scanned.sent)])
-        if self.print is not None:
-            self.print.feed(self.seen, self.print.count)
+        if self.running is not None:
+            self.running.feed(self.seen, self.running.count)
         if self.cold is not None:
             self.cold.tail.append((scanned._replace(turns=tuple(turns)), used))
             return
@@ -420,7 +420,7 @@ class Ledger:
             self.reading = Reading(0, None)
         self.first_indices = [index for index in self.first_indices if index < count]
         self.firsts = len(self.first_indices)
-        self.print = None
+        self.running = None
 
     def warm(self) -> Decisions | None:
         """Read the old messages of a restored ledger again, once; return the decisions on them.
@@ -436,7 +436,7 @@ class Ledger:
         if cold is None:
             return None
         self.cold = None
-        seen, fingerprint, reading = self.seen, self.print, self.reading
+        seen, fingerprint, reading = self.seen, self.running, self.reading
         self.clear()
         settings = self.settings
         reader = self.fmt.reader(
@@ -457,7 +457,7 @@ class Ledger:
             self._hold(chunk.turns, chunk)
             self.first_indices.extend(used)
         self.firsts = len(self.first_indices)
-        self.seen, self.print, self.reading = seen, fingerprint, reading
+        self.seen, self.running, self.reading = seen, fingerprint, reading
         return cold.decisions.over(self.turns, self.index_of)
 
     def restore(  # noqa: PLR0917 - the codec's one call site
@@ -499,7 +499,7 @@ class Ledger:
         )
         if made is None:
             return False
-        self.seen, self.print, cold.fingerprint = list(history[:count]), made, None
+        self.seen, self.running, cold.fingerprint = list(history[:count]), made, None
         return True
 
     def fingerprint(self) -> str:
@@ -507,9 +507,9 @@ class Ledger:
         cold = self.cold
         if cold is not None and cold.fingerprint is not None:
             return cold.fingerprint
-        if self.print is None:
-            self.print = Fingerprint.of(self.seen, hooks_of(self.fmt).fingerprint_data)
-        return self.print.hexdigest()
+        if self.running is None:
+            self.running = Fingerprint.of(self.seen, hooks_of(self.fmt).fingerprint_data)
+        return self.running.hexdigest()
 
     def head_prices(self) -> list[int]:
         """Return the prices of the head's turns (the request-level system prompt)."""

@@ -43,12 +43,12 @@ class Calibration:
     eight). The window models the provider's count as ``slope * estimate + offset`` (``fit``),
     the offset standing for what it never sees (tool definitions, framing), and adds ``margin``,
     the largest amount a recent report was over the line, so every recent report is at or under
-    the prediction. ``last`` is the estimate of the request last returned (what the next report
-    is about). See docs/agent-loop.md, "Calibration".
+    the prediction. ``last_estimate`` is the estimate of the request last returned (what the
+    next report is about). See docs/agent-loop.md, "Calibration".
     """
 
     reports: tuple[tuple[int, int], ...] = ()
-    last: int | None = None
+    last_estimate: int | None = None
 
     def fit(self) -> tuple[float, float, float]:
         """Return ``(slope, offset, margin)``: ``(1.0, 0.0, 0.0)`` before any report.
@@ -81,7 +81,7 @@ class Calibration:
 
     def sent(self, estimate: int) -> Calibration:
         """Return this calibration after a request estimated at ``estimate`` was returned."""
-        return dataclasses.replace(self, last=estimate)
+        return dataclasses.replace(self, last_estimate=estimate)
 
     def reported(self, input_tokens: object) -> Calibration:
         """Return this calibration learnt from the provider's count of the last request.
@@ -95,14 +95,14 @@ class Calibration:
                 f"count), got {input_tokens!r:.40}",
                 details={"field": "input_tokens"},
             )
-        if self.last is None:
+        if self.last_estimate is None:
             raise ValidationError(
                 "ContextWindow.report_usage: no request returned yet to report on",
                 details={"field": "input_tokens"},
             )
-        if input_tokens == 0 or self.last == 0:
+        if input_tokens == 0 or self.last_estimate == 0:
             return self  # nothing to learn from an empty request
-        reports = (*self.reports, (self.last, input_tokens))[-KEPT_REPORTS:]
+        reports = (*self.reports, (self.last_estimate, input_tokens))[-KEPT_REPORTS:]
         return dataclasses.replace(self, reports=reports)
 
     def applied(self, settings: Settings) -> Settings:
@@ -139,7 +139,8 @@ class WindowState:
     ``view`` is the current request's turns (``None``: to be made from the decisions);
     ``before`` the request a reset replaced (or, for a restored window, its messages' digests
     in ``before_digests``), compared once against the next; ``planned_by`` the policy of the
-    latest compaction, ``last_count`` the messages it was over; ``restored`` the state's data
+    latest compaction, ``compaction`` it (its request, report and plan) and ``compacted_count``
+    the messages it was over; ``restored`` the state's data
     as ``from_state`` was given it, which ``state()`` returns until the window changes.
     """
 
@@ -149,8 +150,8 @@ class WindowState:
     view: list[TranscriptTurn] | None
     stats: WindowStats
     planned_by: CompactionPolicy
-    last: CompactedMessages[Any] | None = None
-    last_count: int | None = None
+    compaction: CompactedMessages[Any] | None = None
+    compacted_count: int | None = None
     before: list[Any] | None = None
     before_digests: list[str] | None = None
     restored: dict[str, Any] | None = None
@@ -165,8 +166,8 @@ class WindowState:
             None if self.view is None else list(self.view),
             self.stats,
             self.planned_by,
-            self.last,
-            self.last_count,
+            self.compaction,
+            self.compacted_count,
             self.before,
             self.before_digests,
             self.restored,

@@ -331,7 +331,7 @@ class Step:
         head = sum(turn.token_estimate for turn in ledger.head)
         state.request = Request.empty(head, tail=False)
         state.restored = None
-        state.last, state.last_count = None, None
+        state.compaction, state.compacted_count = None, None
         state.stats = counted(state.stats, resets=1)
 
     def hold(
@@ -389,8 +389,8 @@ class Step:
     def record(self, plan: CompactionPlan, report: CompactionReport) -> None:
         """Record the latest compaction."""
         state = self.state
-        state.last = CompactedMessages(list(state.request.messages), report, plan)
-        state.last_count = state.ledger.count
+        state.compaction = CompactedMessages(list(state.request.messages), report, plan)
+        state.compacted_count = state.ledger.count
 
     def adopt(
         self, decisions: Decisions, policy: CompactionPolicy
@@ -496,9 +496,9 @@ class Step:
     def recorded(self) -> CompactedMessages[Any] | None:
         """Return a restored window's latest compaction, made again (``None`` if none)."""
         state = self.state
-        count = state.last_count
-        if state.last is not None or count is None:
-            return state.last
+        count = state.compacted_count
+        if state.compaction is not None or count is None:
+            return state.compaction
         ledger = state.ledger
         self.live()
         history = Transcript(tuple(ledger.turns[: ledger.end(count)]))
@@ -506,5 +506,5 @@ class Step:
         plan = state.decisions.plan(history, budget, state.planned_by, self.settings.estimator)
         view, report = state.decisions.view(history, plan)
         messages = self.fmt.render(Transcript(tuple(view)), ledger.binding(count)).messages
-        state.last = CompactedMessages(messages, report, plan)
-        return state.last
+        state.compaction = CompactedMessages(messages, report, plan)
+        return state.compaction

@@ -4,7 +4,7 @@ The window composes its parts and decides little itself: what it knows between c
 ``WindowState`` (the ledger, the decisions, the last request, the calibration, ...); each
 ``prepare`` is a ``Step`` over a copy of it, adopted in one assignment when the step succeeds;
 the codec writes and reads the state whole; the policies plan, the ``Format`` reads and renders.
-One caller at a time: a step takes the window's one token. See ``docs/agent-loop.md`` and
+One caller at a time: a step takes the window's one permit. See ``docs/agent-loop.md`` and
 ``docs/design.md``.
 """
 
@@ -135,7 +135,7 @@ class ContextWindow:
             recall_index=settings.recall and version >= 2,
         )
         self._recall = RecallIndex() if settings.recall else None
-        self._free = [True]  # the one caller's token: taken by a step in flight (see _enter)
+        self._permit = [True]  # the one caller's permit: taken by a step in flight (see _enter)
         self._working = False  # an aprepare's work runs in a worker thread (see _off_loop)
         self._probe: list[int] | None = None  # the estimator's count of the probe texts
         self._digests = codec.Digests()  # what state() computed of the request, for the next
@@ -181,13 +181,17 @@ class ContextWindow:
     def last(self) -> CompactedMessages[Any] | None:
         """The latest compaction: its request, report and plan over the whole history then."""
         state = self._state
-        if state.last is None and state.last_count is not None and not state.ledger.unseen:
+        if (
+            state.compaction is None
+            and state.compacted_count is not None
+            and not state.ledger.unseen
+        ):
             self._idle()
             step = self._step()
             made = step.recorded()
             self._keep(step)
             return made
-        return state.last
+        return state.compaction
 
     @property
     def recall_tool(self) -> dict[str, Any] | None:
@@ -235,7 +239,7 @@ class ContextWindow:
                 step.complete(pending, pending.fulfil(self._settings.summarize))
             return cast("list[M]", self._commit(step))
         finally:
-            self._free.append(True)
+            self._permit.append(True)
 
     async def aprepare[M](self, history: Sequence[M]) -> list[M]:
         """Return the messages to send now, awaiting an async ``summarize``; as ``prepare``.
@@ -266,7 +270,7 @@ class ContextWindow:
             self._adopt(step)
             return cast("list[M]", request)
         finally:
-            self._free.append(True)
+            self._permit.append(True)
 
     def state(self) -> dict[str, Any]:
         """Return the configuration and the decisions as plain JSON data.
@@ -342,7 +346,7 @@ class ContextWindow:
             self._state = dataclasses.replace(state, calibration=calibration)
             self._tune()
         finally:
-            self._free.append(True)
+            self._permit.append(True)
 
     def set_system(self, system: str | list[dict[str, Any]] | None) -> None:
         """Take a new request-level system prompt, keeping every decision on the messages.
@@ -373,7 +377,7 @@ class ContextWindow:
             self._state = step.state
             self._tune()
         finally:
-            self._free.append(True)
+            self._permit.append(True)
 
     # -- one step -----------------------------------------------------------------------------
 
@@ -402,9 +406,9 @@ class ContextWindow:
             raise _in_flight()
 
     def _take(self) -> None:
-        """Take the one caller's token, or refuse a second caller.
+        """Take the one caller's permit, or refuse a second caller.
 
-        ``list.pop`` takes the token in one operation (one bytecode on a builtin list, atomic
+        ``list.pop`` takes the permit in one operation (one bytecode on a builtin list, atomic
         under the GIL and under free threading's per-object locks), so two callers can never
         both pass: there is no window between the check and the set.
 
@@ -412,22 +416,22 @@ class ContextWindow:
             ValidationError: if a step is in flight (another thread, another task).
         """
         try:
-            self._free.pop()
+            self._permit.pop()
         except IndexError:
             raise _in_flight() from None
 
     def _enter(self) -> Step:
-        """Take the one caller's token and return the step over a copy of the state."""
+        """Take the one caller's permit and return the step over a copy of the state."""
         self._take()
         try:
             return self._step()
         except BaseException:
-            self._free.append(True)
+            self._permit.append(True)
             raise
 
     def _keep(self, step: Step) -> None:
         """Keep what ``step`` read again (the same state, warm), unless a step is in flight."""
-        if self._free:
+        if self._permit:
             self._state = step.state  # no step in flight could adopt a state after this one
 
     def _commit(self, step: Step) -> list[Any]:
