@@ -34,15 +34,19 @@ from cutctx._policies.chain import PolicyChain
 from cutctx._policies.floor import FloorChain
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from cutctx._core.protocols import CompactionPolicy
     from cutctx._core.values import SummarizationRequest, TranscriptTurn
+    from cutctx._loop.decisions import Decisions
     from cutctx._loop.ledger import Ledger
     from cutctx._loop.settings import Settings, Summarize
     from cutctx.formats import Format
 
 __all__ = ["Pending", "Planner", "stages_of"]
+
+_AS_SENT = (Action.KEEP, Action.MASK, Action.EXCERPT)
+"""The actions a turn the request before held may be given back with (not a summary's)."""
 
 type Stages = tuple[tuple[Transcript, CompactionPlan], ...]
 
@@ -309,6 +313,48 @@ class Planner:
     def bare(self, view: Sequence[TranscriptTurn]) -> bool:
         """Whether ``view`` holds nothing but untouchable turns (and the exchanges they hold)."""
         return _only_locked(self.units(view))
+
+    def without_merges(
+        self,
+        decisions: Decisions,
+        before: Decisions,
+        ledger: Ledger,
+        view_of: Callable[[Decisions], Sequence[TranscriptTurn]],
+    ) -> Decisions:
+        """Return ``decisions`` with the lone user messages a removal left behind another dropped.
+
+        ``before`` are the decisions of the request before this compaction, ``view_of`` the view
+        decisions make. When dropping the lone messages leaves only the untouchable turns, they
+        are kept instead, with the exchange that separated each from the message before it (so
+        nothing merges), if this cut dropped that exchange (a message a request lost never
+        comes back), the request still fits under ``max_tokens`` (less a new summary's
+        headroom) and nothing merges.
+        """
+        lone = self.merged(view_of(decisions), ledger)
+        if not lone:
+            return decisions
+        dropped = decisions.copy()
+        for index in lone:
+            dropped.actions[index] = Action.DROP
+        if not self.bare(view_of(dropped)):
+            return dropped
+        kept = decisions.copy()
+        actions, held = kept.actions, before.actions
+        units = self.units(ledger.turns)
+        for index in lone:
+            last = index - 1
+            if last < 0 or actions[last] is not Action.DROP:
+                continue
+            members = range(units.unit_of[last], units.unit_last[units.unit_of[last]] + 1)
+            if all(member < len(held) and held[member] in _AS_SENT for member in members):
+                for member in members:  # as the request before sent it: kept, masked, excerpted
+                    actions[member] = held[member]
+                    if member in before.stubs:
+                        kept.stubs[member] = before.stubs[member]
+        view = view_of(kept)
+        if sum(turn.token_estimate for turn in view) <= self.top and not self.merged(view, ledger):
+            return kept
+        return dropped
 
     def merged(self, view: Sequence[TranscriptTurn], ledger: Ledger) -> list[int]:
         """Return the held turns of lone user messages the format would merge behind another.

@@ -54,9 +54,6 @@ tokenizer: the default estimator's kinds of text span 0.9 to 1.3 of a tokenizer,
 apart. The reserve holds only in the step the messages arrive: the next report covers them.
 """
 
-_AS_SENT = (Action.KEEP, Action.MASK, Action.EXCERPT)
-"""The actions a turn the request before held may be given back with (not a summary's)."""
-
 
 def named(policy: object) -> str:
     """Return how a state names ``policy``: ``name@version``."""
@@ -159,15 +156,21 @@ class Step:
             lambda text: self.fmt.price_summary(text, estimator=estimator),
         )
         state.planned_by = pending.policy
-        plan, report = self.adopt(decisions, pending.policy)
-        dropped = self.planner.merged(self.current(), ledger)
-        if dropped:  # lone user messages a removal left behind another: dropped too
-            kept = decisions.copy()
-            for index in dropped:
-                decisions.actions[index] = Action.DROP
-            plan, report = self.adopt(decisions, pending.policy)
-            if self.planner.bare(self.current()):
-                plan, report = self.unmerge(kept, before, dropped, pending.policy, (plan, report))
+        tried: list[tuple[Decisions, CompactionPlan, CompactionReport, list[TranscriptTurn]]] = []
+
+        def view_of(chosen: Decisions) -> list[TranscriptTurn]:
+            plan, report, view = self.made(chosen, pending.policy)
+            tried.append((chosen, plan, report, view))
+            return view
+
+        # The planner's rule for the lone user messages a removal left behind another.
+        decisions = self.planner.without_merges(decisions, before, ledger, view_of)
+        plan, report, state.view = next(
+            (plan, report, view)
+            for made, plan, report, view in reversed(tried)
+            if made is decisions
+        )
+        state.decisions = decisions
         tokens = self.tokens()
         if tokens > self.settings.max_tokens:
             raise ValidationError(
@@ -178,43 +181,6 @@ class Step:
         state.request.tokens = tokens
         self.render(self.previous(), compacted=True)
         self.record(plan, report)
-
-    def unmerge(
-        self,
-        decisions: Decisions,
-        before: Decisions,
-        lone: Sequence[int],
-        policy: CompactionPolicy,
-        made: tuple[CompactionPlan, CompactionReport],
-    ) -> tuple[CompactionPlan, CompactionReport]:
-        """Keep the lone user messages, and the exchange this cut dropped before each, if it fits.
-
-        Dropping the lone messages left only the untouchable turns; keeping the exchange that
-        separated each from the message before it (so nothing merges) is taken when this step
-        dropped it (a message a request lost never comes back), the request still fits under
-        ``max_tokens`` (less a new summary's headroom) and nothing merges; else ``made`` stands.
-        """
-        state = self.state
-        actions, held = decisions.actions, before.actions
-        units = self.planner.units(state.ledger.turns)
-        for index in lone:
-            last = index - 1
-            if last < 0 or actions[last] is not Action.DROP:
-                continue
-            members = range(units.unit_of[last], units.unit_last[units.unit_of[last]] + 1)
-            if all(member < len(held) and held[member] in _AS_SENT for member in members):
-                for member in members:  # as the request before sent it: kept, masked, excerpted
-                    actions[member] = held[member]
-                    if member in before.stubs:
-                        decisions.stubs[member] = before.stubs[member]
-        chosen, view = state.decisions, state.view
-        plan, report = self.adopt(decisions, policy)
-        if self.tokens() <= self.planner.top and not self.planner.merged(
-            self.current(), state.ledger
-        ):
-            return plan, report
-        state.decisions, state.view = chosen, view
-        return made
 
     def emit(self) -> list[Any]:
         """Return a fresh list of the request, with the format's cache marker if asked."""
@@ -396,14 +362,20 @@ class Step:
         self, decisions: Decisions, policy: CompactionPolicy
     ) -> tuple[CompactionPlan, CompactionReport]:
         """Adopt ``decisions``: return the plan over the history they are, and its report."""
-        state = self.state
-        history = Transcript(tuple(state.ledger.turns))
+        plan, report, view = self.made(decisions, policy)
+        self.state.decisions, self.state.view = decisions, view
+        return plan, report
+
+    def made(
+        self, decisions: Decisions, policy: CompactionPolicy
+    ) -> tuple[CompactionPlan, CompactionReport, list[TranscriptTurn]]:
+        """Return the plan over the history ``decisions`` are, its report and its view."""
+        history = Transcript(tuple(self.state.ledger.turns))
         plan = decisions.plan(
             history, self.planner.budget_for(history), policy, self.settings.estimator
         )
         view, report = decisions.view(history, plan)
-        state.decisions, state.view = decisions, view
-        return plan, report
+        return plan, report, view
 
     def current(self) -> list[TranscriptTurn]:
         """Return the view of every held turn (the request's turns)."""
