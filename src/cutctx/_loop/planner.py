@@ -200,10 +200,10 @@ class Planner:
         if not made:  # the policy itself found the budget unsatisfiable, every time
             assert refused is not None  # noqa: S101 - the loop ran at least once
             raise refused
-        if _bare(made, hard):
+        if _keeps_only_untouchable(made, hard):
             # Planned again with more room: up to max_tokens, or in a small window up to its
             # cut's aim (a refill to max_tokens would cut again on the next step).
-            made = self._fuller(made, stages, transcripts, budgets[0] if floor else top, hard)
+            made = self._keeping_more(made, stages, transcripts, budgets[0] if floor else top, hard)
         plan = made[-1][1]
         if plan.tokens_after_estimate > settings.max_tokens:
             kept = [
@@ -220,7 +220,7 @@ class Planner:
             )
         return Pending(made, self._calls(made), policy)
 
-    def _fuller(
+    def _keeping_more(
         self,
         made: Stages,
         stages: Sequence[CompactionPolicy],
@@ -245,7 +245,7 @@ class Planner:
                     fuller = self._run(candidate, quiet, top)
                 except BudgetUnsatisfiable:
                     continue
-                if fuller[-1][1].tokens_after_estimate <= top and not _bare(
+                if fuller[-1][1].tokens_after_estimate <= top and not _keeps_only_untouchable(
                     fuller, hard, transcript
                 ):
                     return fuller
@@ -310,7 +310,7 @@ class Planner:
         """Return the exchanges of ``turns`` under the window's protected tail."""
         return layout(Transcript(tuple(turns)), self.hard).units
 
-    def bare(self, view: Sequence[TranscriptTurn]) -> bool:
+    def only_untouchable(self, view: Sequence[TranscriptTurn]) -> bool:
         """Whether ``view`` holds nothing but untouchable turns (and the exchanges they hold)."""
         return _only_locked(self.units(view))
 
@@ -336,7 +336,7 @@ class Planner:
         dropped = decisions.copy()
         for index in lone:
             dropped.actions[index] = Action.DROP
-        if not self.bare(view_of(dropped)):
+        if not self.only_untouchable(view_of(dropped)):
             return dropped
         kept = decisions.copy()
         actions, held = kept.actions, before.actions
@@ -398,7 +398,9 @@ def _without_summarizers(stages: Sequence[CompactionPolicy]) -> tuple[Compaction
     return tuple(kept)
 
 
-def _bare(made: Stages, hard: CompactionBudget, read: Transcript | None = None) -> bool:
+def _keeps_only_untouchable(
+    made: Stages, hard: CompactionBudget, read: Transcript | None = None
+) -> bool:
     """Whether the request ``made`` gives keeps nothing but untouchable turns of its own.
 
     Such a request sends the system prompt, the pinned turns and the protected tail alone (with
