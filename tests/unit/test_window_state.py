@@ -516,12 +516,16 @@ class TestTrustedButChecked:
             (lambda s: s.update(prices=[1, -1]), "prices holds a negative count"),
             (lambda s: s.update(prices=["1"]), "prices is not a list of counts"),
             (lambda s: s["stats"].update(requests=-1), "stats holds -1"),
+            (lambda s: s.update(max_tokens=None), "from_state: max_tokens must be an int"),
+            (lambda s: s.update(system={}), "from_state: openai_chat: system must be"),
+            (lambda s: s.update(head=[1, 2]), r"does not fit the history \(2 prices"),
         ]
         for edit, words in edits:
             state = self.state()
             edit(state)
-            with pytest.raises(ValidationError, match=words):
+            with pytest.raises(ValidationError, match=words) as caught:
                 ContextWindow.from_state(seal(state))
+            assert str(caught.value).startswith("ContextWindow.from_state: "), caught.value
 
     def test_a_resealed_state_of_another_shape_is_refused_as_it_is_read(self) -> None:
         edits: list[tuple[Callable[[dict[str, Any]], object], str]] = [

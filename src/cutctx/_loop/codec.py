@@ -341,6 +341,8 @@ def from_data(
         probe = _ints(probe, "probe")
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise refused(f"malformed state ({type(error).__name__}: {error})") from None
+    except ValidationError as error:  # a setting's own check: in the one wording
+        raise reworded(error) from None
     return Decoded(
         fmt,
         replace(settings, head_prices=tuple(head)),
@@ -352,6 +354,16 @@ def from_data(
         calibration,
         data,
     )
+
+
+def reworded(error: ValidationError) -> ValidationError:
+    """Return ``error`` (a setting's or an argument's own check) worded as ``from_state``'s."""
+    text = str(error)
+    if text.startswith("ContextWindow.from_state:"):
+        return error
+    text = text.removeprefix("ContextWindow: ").removeprefix("ContextWindow.")  # a setting's
+    details = dict(error.details)
+    return refused(text, field=str(details.pop("field", "state")), **details)
 
 
 def _loaded(state: object) -> dict[str, Any]:

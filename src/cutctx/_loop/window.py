@@ -313,11 +313,14 @@ class ContextWindow:
             priority=priority, pin=pin, format=format, observation=observation,
         )  # fmt: skip
         window = cls.__new__(cls)
-        window._setup(decoded.fmt, decoded.settings)
-        for version in (2, 1):  # a state made with an earlier messages default keeps it
-            if policy is not None or decoded.policy == named(window._policy):
-                break
-            window._setup(decoded.fmt, decoded.settings, version=version)
+        try:  # the head (the system prompt) is read here: refused in from_state's words
+            window._setup(decoded.fmt, decoded.settings)
+            for version in (2, 1):  # a state made with an earlier messages default keeps it
+                if policy is not None or decoded.policy == named(window._policy):
+                    break
+                window._setup(decoded.fmt, decoded.settings, version=version)
+        except ValidationError as error:
+            raise codec.reworded(error) from None
         codec.check_policy(decoded, window._policy)
         window._probe = decoded.probe
         window._state = decoded.state(window._state.ledger, window._policy)
