@@ -341,7 +341,7 @@ class Step:
             # After a reset, when the request does not end with the last held message (it
             # was masked or removed, so the new ones may merge or need an opener), or when a
             # new result is excerpted: render, and a step that excerpts records its plan.
-            self.live()
+            self.live()  # the render binds the held messages as read again
             made = self.adopt(state.decisions, state.planned_by) if excerpts else None
             self.render(previous, compacted=False)
             if made is not None:
@@ -380,7 +380,8 @@ class Step:
     def current(self) -> list[TranscriptTurn]:
         """Return the view of every held turn (the request's turns)."""
         state = self.state
-        if state.view is None:
+        if state.view is None:  # made from the decisions, over the turns (read again if cold)
+            self.live()
             self.adopt(state.decisions, state.planned_by)
         assert state.view is not None  # noqa: S101 - adopt made it
         return state.view
