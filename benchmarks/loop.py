@@ -1206,6 +1206,7 @@ def main(argv: list[str] | None = None) -> int:
                         )
                     ),
                     "first_difference": run.first_difference or None,
+                    "request_digests": run.digests,
                     "state_bytes": [size for size, _ in run.state_sizes] or None,
                     "history_bytes": run.history_bytes or None,
                     "ms_per_history_mb": (grown_run[1] if (grown_run := growth(run)) else None),

@@ -346,7 +346,7 @@ class TestSettings:
         default = ContextWindow("openai_chat", max_tokens=max_tokens)
         half = ContextWindow("openai_chat", max_tokens=max_tokens, compact_to=0.5)
         assert default.state()["compact_to"] is None
-        assert default._settings.to == half._settings.to == max_tokens // 2
+        assert default._settings.compact_to == half._settings.compact_to == max_tokens // 2
 
     @pytest.mark.parametrize(
         ("kwargs", "match"),
@@ -598,10 +598,13 @@ class TestState:
         window = ContextWindow("openai_chat", max_tokens=3000)
         window.prepare(histories[1])
         state = window.state()
-        state["decisions"]["dropped"] = ["m99"]
-        # The decisions are read over the history when a step needs them: a compaction.
+        state["decisions"]["dropped"] = [["m99", 1]]
+        # The decisions are placed on the history when a step needs them: a compaction.
         with pytest.raises(ValidationError, match="does not fit the history"):
             ContextWindow.from_state(seal(state)).prepare(histories[-1])
+        state["decisions"]["dropped"] = ["m99"]  # not a run: refused as it is read
+        with pytest.raises(ValidationError, match="the run 'm99' is not one"):
+            ContextWindow.from_state(seal(state))
 
     def test_a_message_that_is_not_json_is_refused_at_prepare(self) -> None:
         window = ContextWindow("openai_chat", max_tokens=3000)

@@ -240,44 +240,48 @@ class TestWindowState:
 
     @pytest.mark.parametrize("saved", ["dropped", "groups"])
     @pytest.mark.parametrize("version", [3, 4])
-    def test_a_state_of_an_earlier_version_restores_and_continues(
+    def test_a_state_of_a_development_build_is_refused_by_its_version(
         self, version: int, saved: str
     ) -> None:
-        """A state written by an earlier release (tests/states/version3.json and version4.json,
-        made by ``state()`` at that release: version 3 with one id per dropped turn and per
-        summary member, version 4 with its prices, costs and digests as JSON lists) restores and
-        sends the requests the uninterrupted window of that release sends (its messages default
-        was version 2)."""
-        recorded = json.loads(STATES.joinpath(f"version{version}.json").read_text())[saved]
-        state, steps = recorded["state"], recorded["steps"]
+        """Versions 3 and 4 (tests/states/version3.json and version4.json, made by ``state()`` of
+        development builds of 0.1.1; no release wrote them) are refused by ``from_state`` in one
+        line that names the version and the one this release reads."""
+        state = json.loads(STATES.joinpath(f"version{version}.json").read_text())[saved]["state"]
         assert state["cutctx_window"] == version
-        assert state["decisions"][saved]
-        assert isinstance(state["prices"], list)
         kwargs: dict[str, Any] = {"summarize": summarize} if saved == "groups" else {}
-        # The state names the default of its release, "text/1", and the messages default of
-        # version 2: it restores with those rules.
+        with pytest.raises(
+            ValidationError, match=rf"state is of version {version}, .* reads version 5"
+        ) as caught:
+            ContextWindow.from_state(state, **kwargs)
+        assert "\n" not in str(caught.value)
+        assert caught.value.details == {"field": "state"}
+
+    @pytest.mark.parametrize("summarized", [False, True])
+    def test_a_state_made_with_earlier_rules_restores_with_them(self, summarized: bool) -> None:
+        """A state priced by ``"text/1"`` and planned by the messages default of version 2
+        restores with both when neither is given again, and sends the uninterrupted window's
+        requests."""
+        kwargs: dict[str, Any] = {"summarize": summarize} if summarized else {}
         estimator = TextEstimator(version="1")
         policy = default_messages_policy(
             estimator=estimator,
-            summarize=saved == "groups",
-            summary_input_tokens=SETTINGS["max_tokens"] // 2 if saved == "groups" else None,
+            summarize=summarized,
+            summary_input_tokens=SETTINGS["max_tokens"] // 2 if summarized else None,
             version=2,
         )
         live = ContextWindow(
             "openai_chat", **SETTINGS, **kwargs, estimator=estimator, policy=policy
         )
-        history = list(session("openai_chat", steps + 8))
-        for step in history[:steps]:
-            live.prepare(step)
-        restored = ContextWindow.from_state(state, **kwargs)
-        assert restored.state() == state
-        for step in history[steps:]:
-            assert restored.prepare(step) == live.prepare(step)
+        steps = histories(70)
+        for history in steps[:40]:
+            live.prepare(history)
+        restored = ContextWindow.from_state(json.loads(json.dumps(live.state())), **kwargs)
+        assert restored.policy.version == policy.version
+        for history in steps[40:]:
+            assert restored.prepare(history) == live.prepare(history)
             restored = ContextWindow.from_state(json.loads(json.dumps(restored.state())), **kwargs)
-        assert restored.state()["cutctx_window"] == 5
         assert restored.state() == live.state()
-        assert restored.stats == live.stats
-        assert restored.stats.resets == 0
+        assert live.stats.compactions > 1
 
     def test_the_codec_reaches_no_private_attribute_of_the_window(self) -> None:
         import inspect  # noqa: PLC0415 - only this test reads source
@@ -506,12 +510,22 @@ class TestTrustedButChecked:
             (lambda s: s.update(costs="H" + s["costs"][2:]), r"malformed state \(costs: "),
             (lambda s: s.update(digests=s["digests"][:-1]), "digests are not digests"),
             (lambda s: s.update(digests=["0" * 15]), "digests are not digests"),
+            (lambda s: s["request"].__setitem__(0, "x"), "the request holds 'x'"),
+            (lambda s: s.update(decisions=[]), r"does not hold together \(decisions\)"),
+            (lambda s: s.update(last=10**6), "the latest compaction was over 1000000"),
+            (lambda s: s.update(prices=[1, -1]), "prices holds a negative count"),
+            (lambda s: s.update(prices=["1"]), "prices is not a list of counts"),
+            (lambda s: s["stats"].update(requests=-1), "stats holds -1"),
+            (lambda s: s.update(max_tokens=None), "from_state: max_tokens must be an int"),
+            (lambda s: s.update(system={}), "from_state: openai_chat: system must be"),
+            (lambda s: s.update(head=[1, 2]), r"does not fit the history \(2 prices"),
         ]
         for edit, words in edits:
             state = self.state()
             edit(state)
-            with pytest.raises(ValidationError, match=words):
+            with pytest.raises(ValidationError, match=words) as caught:
                 ContextWindow.from_state(seal(state))
+            assert str(caught.value).startswith("ContextWindow.from_state: "), caught.value
 
     def test_a_resealed_state_of_another_shape_is_refused_as_it_is_read(self) -> None:
         edits: list[tuple[Callable[[dict[str, Any]], object], str]] = [
@@ -529,11 +543,11 @@ class TestTrustedButChecked:
             with pytest.raises(ValidationError, match=words):
                 ContextWindow.from_state(seal(state))
 
-    def test_a_resealed_state_that_fails_the_step_reading_it_is_refused_leaving_it(
+    def test_a_resealed_state_whose_decisions_or_reading_cannot_continue_is_refused_at_from_state(
         self,
     ) -> None:
-        """Decisions and a format reading of the wrong kinds are met only by ``prepare``: the
-        compaction that rebuilds the decisions, the read that continues the reading."""
+        """Decisions and a format reading of the wrong kinds are refused by ``from_state``, not
+        by the ``prepare`` that would rebuild the decisions or continue the reading."""
         steps = histories(60)
         window = ContextWindow("openai_chat", summarize=summarize, **SETTINGS)
         for history in steps[:40]:
@@ -542,20 +556,48 @@ class TestTrustedButChecked:
             (lambda s: s["decisions"]["groups"][0].update(target_tokens="x"), "counts, not 'x'"),
             (lambda s: s["decisions"]["groups"][0].update(text=None), "text are strings"),
             (lambda s: s["decisions"]["groups"][0].update(runs=[]), "a summary of no turns"),
+            (lambda s: s["decisions"]["groups"][0].update(runs=[["m1", 0]]), "is not one"),
+            (lambda s: s["decisions"]["groups"][0].update(extra=1), "a summary group"),
+            (lambda s: s["decisions"]["groups"].__setitem__(0, "x"), "a summary group"),
             (lambda s: s["decisions"]["masked"][0].__setitem__(2, "x"), "token_estimate"),
-            (lambda s: s["reading"][1].update(pending=1), "cannot continue from its reading"),
+            (lambda s: s["decisions"]["masked"].append("m1"), "a masked turn"),
+            (lambda s: s["decisions"].update(dropped={}), "runs is not a list"),
+            (lambda s: s["decisions"].update(dropped=[["m1", 10**6]]), "the decisions name"),
+            (lambda s: s["reading"][1].update(pending=1), "the format's reading"),
+            (lambda s: s["seen"].update(fingerprint=1), "the fingerprint is not a text"),
         ]
         for edit, words in edits:
             state = window.state()
             assert state["decisions"]["groups"]
             assert state["decisions"]["masked"]
             edit(state)
+            with pytest.raises(ValidationError, match=r"^ContextWindow\.from_state: ") as caught:
+                ContextWindow.from_state(seal(state), summarize=summarize)
+            assert re.search(words, str(caught.value)), caught.value
+            assert "\n" not in str(caught.value)
+
+    def test_a_resealed_state_naming_turns_its_history_lacks_is_refused_leaving_it(self) -> None:
+        """What only the history shows (the turn ids the decisions name) is refused by the
+        ``prepare`` that reads it, in the same words, leaving the window as it was."""
+        steps = histories(60)
+        window = ContextWindow("openai_chat", summarize=summarize, **SETTINGS)
+        for history in steps[:40]:
+            window.prepare(history)
+        last = f"m{len(steps[39]) - 1}"  # the last message's turn: Chat names it by its index
+        edits: list[tuple[Callable[[dict[str, Any]], object], str]] = [
+            (lambda s: s["decisions"]["masked"][0].__setitem__(0, "m100000"), "KeyError"),
+            (lambda s: s["decisions"].update(dropped=[[last, 3]]), "is not in the history"),
+        ]
+        for edit, words in edits:
+            state = window.state()
+            edit(state)
             sealed = seal(state)
             restored = ContextWindow.from_state(sealed, summarize=summarize)
             with pytest.raises(
-                ValidationError, match="the state does not fit the history"
+                ValidationError,
+                match=r"^ContextWindow\.from_state: the state does not fit the history",
             ) as caught:
-                restored.prepare(steps[-1])  # a compaction: the decisions are rebuilt
+                restored.prepare(steps[-1])  # a compaction: the decisions are placed on the turns
             assert re.search(words, str(caught.value)), caught.value
             assert restored.state() == sealed  # nothing half-restored
 
@@ -627,7 +669,9 @@ class TestCalibration:
         calibration = dataclasses.replace(Calibration(), reports=((1000, 2000),))
         window = ContextWindow("openai_chat", max_result_tokens=500, **SETTINGS)
         limits = calibration.applied(window._settings)
-        assert limits.cap == 500  # what plans are checked against: earlier excerpts stay valid
+        assert (
+            limits.max_result_tokens == 500
+        )  # what plans are checked against: earlier excerpts stay valid
         assert limits.new_result_cap == 333  # a result arriving now: 500 / 1.5
         assert limits.max_tokens == 1666  # 1.5 x estimate + 500: (3000 - 500) / 1.5
 
@@ -803,3 +847,47 @@ def test_a_restored_window_prices_a_named_results_stub_as_the_live_one() -> None
         assert window.prepare(history) == live.prepare(history), f"step {n}"
         state = window.state()
     assert live.stats.compactions >= 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Boxed:
+    """A message object that is not JSON data (a model, as a framework's messages are)."""
+
+    message: dict[str, Any]
+
+    def model_dump(self, *, exclude_none: bool = False) -> dict[str, Any]:
+        del exclude_none
+        return self.message
+
+
+class BoxingFormat(type(OPENAI_CHAT)):  # type: ignore[misc]
+    """Chat, but every message the window makes (a stub, a merge) is rendered as a ``Boxed``."""
+
+    __slots__ = ()
+
+    def render(self, view: Any, binding: Binding[Any]) -> Rendered[Any]:
+        rendered: Rendered[Any] = super().render(view, binding)
+        originals = {id(message) for message in binding.originals}
+        return rendered._replace(
+            messages=[
+                message if id(message) in originals else Boxed(message)
+                for message in rendered.messages
+            ]
+        )
+
+
+def test_a_made_message_json_cannot_carry_is_rendered_again_after_a_restore() -> None:
+    """A state cannot carry a made message that is not JSON data (it writes ``["render"]``): the
+    restored window renders its request again and sends what the uninterrupted window sends."""
+    steps = histories(60)
+    live = ContextWindow(BoxingFormat(), **SETTINGS)
+    restored: ContextWindow | None = None
+    seen = 0
+    for history in steps:
+        request = live.prepare(history)
+        if restored is not None:
+            assert restored.prepare(history) == request
+        state = json.loads(json.dumps(live.state()))
+        seen += ["render"] in state["request"]
+        restored = ContextWindow.from_state(state, format=BoxingFormat())
+    assert seen

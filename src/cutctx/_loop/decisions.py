@@ -25,6 +25,7 @@ from cutctx._core.values import (
     Transcript,
     group_id_for,
 )
+from cutctx._loop.jsondata import refused
 from cutctx._loop.recall import RECALL_TOOL
 from cutctx._policies.draft import Draft, Group, build_plan, estimator_marks
 from cutctx._policies.excerpting import excerpt_of
@@ -42,9 +43,12 @@ if TYPE_CHECKING:
 __all__ = [
     "MIN_SHARED_EXCERPT",
     "Decisions",
+    "SavedDecisions",
+    "SavedGroup",
     "Summary",
     "excerpts_of",
     "keeps_a_line",
+    "saved_decisions",
     "shared_excerpts",
 ]
 
@@ -122,8 +126,10 @@ def shared_excerpts(
             cap = max(MIN_SHARED_EXCERPT, share)
             break
         left -= price(turn)
-    if settings.cap is not None:  # every plan is checked against the cap: never over it
-        cap = min(cap, settings.cap)
+    if (
+        settings.max_result_tokens is not None
+    ):  # every plan is checked against the cap: never over it
+        cap = min(cap, settings.max_result_tokens)
     tool = RECALL_TOOL if settings.recall else None
     made = dict(excerpts)
     for turn in results:
@@ -286,3 +292,126 @@ class Decisions:
             summary = summaries.get(turn.metadata.get(SUMMARY_GROUP_METADATA, ""))
             view.append(turn if summary is None else replace(turn, token_estimate=summary.cost))
         return view, done.report
+
+
+type Run = tuple[str, int]
+"""Consecutive held turns: the first one's turn id, and how many they are."""
+
+
+@dataclass(frozen=True, slots=True)
+class SavedGroup:
+    """A summary as a state holds it: its members as runs, and the summary."""
+
+    runs: tuple[Run, ...]
+    target_tokens: int
+    prompt_id: str
+    text: str
+    cost: int
+
+
+@dataclass(frozen=True, slots=True)
+class SavedDecisions:
+    """Decisions as a restored state holds them until its history is read: by turn id.
+
+    The stubs and excerpts each name their turn; the dropped turns and a summary's members are
+    runs in the order the window holds them. ``over`` places them on the held turns.
+    """
+
+    masked: tuple[tuple[str, TurnReplacement], ...] = ()
+    excerpted: tuple[tuple[str, TurnReplacement], ...] = ()
+    dropped: tuple[Run, ...] = ()
+    groups: tuple[SavedGroup, ...] = ()
+
+    @property
+    def named(self) -> int:
+        """How many held turns these decisions name (each at most once in a state that holds)."""
+        runs = [*self.dropped, *(run for group in self.groups for run in group.runs)]
+        return len(self.masked) + len(self.excerpted) + sum(length for _, length in runs)
+
+    def over(self, turns: Sequence[TranscriptTurn], index_of: Mapping[str, int]) -> Decisions:
+        """Return these decisions over the held ``turns`` (``index_of``: by turn id).
+
+        Raises:
+            ValidationError: if a decision names a turn the history does not hold.
+        """
+        count = len(turns)
+        actions = [Action.KEEP] * count
+        stubs: dict[int, TurnReplacement] = {}
+        summaries: dict[str, Summary] = {}
+        try:
+            for action, named in ((Action.MASK, self.masked), (Action.EXCERPT, self.excerpted)):
+                for turn_id, stub in named:
+                    index = index_of[turn_id]
+                    actions[index] = action
+                    stubs[index] = stub
+            for index in _indices(self.dropped, index_of, count):
+                actions[index] = Action.DROP
+            for group in self.groups:
+                members = tuple(_indices(group.runs, index_of, count))
+                for member in members:
+                    actions[member] = Action.SUMMARIZE
+                key = group_id_for([turns[member].turn_id for member in members])
+                summaries[key] = Summary(
+                    members, group.target_tokens, group.prompt_id, group.text, group.cost
+                )
+        except (KeyError, ValueError) as error:
+            raise refused(
+                f"the state does not fit the history ({type(error).__name__}: {error})"
+            ) from None
+        return Decisions(actions, stubs, summaries)
+
+
+def saved_decisions(decisions: Decisions, turns: Sequence[TranscriptTurn]) -> SavedDecisions:
+    """Return ``decisions`` over the held ``turns`` as a state holds them (``SavedDecisions``)."""
+    actions, stubs = decisions.actions, decisions.stubs
+    named = sorted(stubs.items())
+    return SavedDecisions(
+        tuple(
+            (turns[index].turn_id, stub) for index, stub in named if actions[index] is Action.MASK
+        ),
+        tuple(
+            (turns[index].turn_id, stub)
+            for index, stub in named
+            if actions[index] is Action.EXCERPT
+        ),
+        _runs([index for index, action in enumerate(actions) if action is Action.DROP], turns),
+        tuple(
+            SavedGroup(
+                _runs(summary.members, turns),
+                summary.target_tokens,
+                summary.prompt_id,
+                summary.text,
+                summary.cost,
+            )
+            for summary in decisions.summaries.values()
+        ),
+    )
+
+
+def _runs(indices: Sequence[int], turns: Sequence[TranscriptTurn]) -> tuple[Run, ...]:
+    """Return ascending turn ``indices`` as runs: ``(first turn id, how many turns)``."""
+    runs: list[list[Any]] = []
+    end = -1
+    for index in indices:
+        if index == end:
+            runs[-1][1] += 1
+        else:
+            runs.append([turns[index].turn_id, 1])
+        end = index + 1
+    return tuple((turn_id, length) for turn_id, length in runs)
+
+
+def _indices(runs: Sequence[Run], index_of: Mapping[str, int], count: int) -> list[int]:
+    """Return the turn indices of ``runs``.
+
+    Raises:
+        KeyError, ValueError: for a run that names a turn the history lacks, or runs past the
+            ``count`` turns held.
+    """
+    indices: list[int] = []
+    for first, length in runs:
+        start = index_of[first]
+        if start + length > count:
+            raise ValueError(f"the run {[first, length]!r:.40} is not in the history")
+        indices.extend(range(start, start + length))
+    return indices

@@ -14,13 +14,23 @@ from typing import Final, cast
 
 from baseaicore import ValidationError
 
-__all__ = ["MAX_DEPTH", "check_json", "from_json_data", "to_json_data"]
+__all__ = ["MAX_DEPTH", "check_json", "from_json_data", "refused", "to_json_data"]
 
 # How deep a message (or a system prompt) may nest: lists and dicts within one another. The
 # state holds a message a few levels deeper still, and ``json`` (and ``marshal``, which the
 # fingerprint writes) refuse data nested much past a thousand levels.
 MAX_DEPTH: Final = 500
 _SHOWN: Final = 6  # keys of a long path an error message shows at each end
+
+
+def refused(why: str, *, field: str = "state", **details: object) -> ValidationError:
+    """Return the error for a saved window state that cannot continue: one wording for all.
+
+    ``ContextWindow.from_state: {why}``, whether ``from_state`` found it or (for what only the
+    history shows) the first ``prepare`` after it; ``field`` names the part of the state.
+    """
+    return ValidationError(f"ContextWindow.from_state: {why}", details={"field": field, **details})
+
 
 # Where an item sits: the place of its container and its key there (``None`` at the top).
 type _Place = tuple[_Place, str | int] | None

@@ -3,8 +3,10 @@
 The ledger scans only the messages it has not seen (the format reads them as the continuation
 of the ones before), pins the first ``keep_first`` non-system messages as it goes, and keeps the
 running fingerprint of what it holds. Restored from a state, it starts *cold*: it knows how many
-messages it holds and every turn's price, and reads the old messages again (cheaply, prices
-taken from the state) only when a step needs their turns.
+messages it holds, their fingerprint, every turn's price and the decisions by turn id; the first
+history is checked against the fingerprint (``attach``), and the old messages are read again
+(cheaply, prices taken from the state) only when a step needs their turns: ``warm``, the one
+place that does, which returns the decisions placed on those turns.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from baseaicore import ValidationError
 from cutctx._core.estimators import CharRatioEstimator
 from cutctx._core.values import Role, TranscriptTurn
 from cutctx._loop.fingerprint import Fingerprint
+from cutctx._loop.jsondata import refused
 from cutctx.formats import Binding, Part, ReaderState, Scanned
 from cutctx.formats._format import hooks_of
 from cutctx.formats._marks import read_observations
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from cutctx._core.protocols import TokenEstimator
+    from cutctx._loop.decisions import Decisions, SavedDecisions
     from cutctx._loop.settings import Pin, Settings
     from cutctx.formats import Format
 
@@ -46,10 +50,10 @@ REQUEST_TURN_ID = "request"
 
 def unfit(prices: int, turns: int) -> ValidationError:
     """Return the error for a state whose ``prices`` do not fit the history's ``turns``."""
-    return ValidationError(
-        f"ContextWindow.from_state: the state does not fit the history ({prices} prices "
-        f"for {turns} turns)",
-        details={"field": "state", "prices": prices, "turns": turns},
+    return refused(
+        f"the state does not fit the history ({prices} prices for {turns} turns)",
+        prices=prices,
+        turns=turns,
     )
 
 
@@ -154,10 +158,17 @@ class Reading:
 
 @dataclasses.dataclass(slots=True)
 class _Cold:
-    """Messages a restored ledger holds but has not read again: how many, and their prices."""
+    """Messages a restored ledger holds but has not read again.
+
+    How many, their turns' prices and the decisions on them (by turn id); ``fingerprint`` is
+    the state's until a history is attached (``None`` after), ``tail`` the messages held since,
+    read already.
+    """
 
     count: int
     prices: list[int]
+    decisions: SavedDecisions
+    fingerprint: str | None
     tail: list[tuple[Scanned[Any], list[int]]] = dataclasses.field(default_factory=list)
 
 
@@ -176,8 +187,8 @@ class Ledger:
         "index_of",
         "originals",
         "parts",
-        "print",
         "reading",
+        "running",
         "seen",
         "sent",
         "settings",
@@ -251,7 +262,7 @@ class Ledger:
         self.ends: list[int] = []  # each message's end in ``turns`` (exclusive)
         self.firsts = 0  # messages pinned as the first ones (``keep_first``)
         self.first_indices: list[int] = []  # which ones (known once warm)
-        self.print: Fingerprint | None = None
+        self.running: Fingerprint | None = None
         self.cold: _Cold | None = None
         # The format's reader state after the held messages it has settled (all but a trailing
         # run whose turns the next message may change), and how many those are.
@@ -269,16 +280,29 @@ class Ledger:
             list(self.ends),
         )
         made.firsts, made.first_indices = self.firsts, list(self.first_indices)
-        made.print = None if self.print is None else self.print.copy()
+        made.running = None if self.running is None else self.running.copy()
         made._reader, made._pending, made.reading = self._reader, self._pending, self.reading
         cold = self.cold
-        made.cold = None if cold is None else _Cold(cold.count, cold.prices, list(cold.tail))
+        made.cold = None if cold is None else dataclasses.replace(cold, tail=list(cold.tail))
         return made
 
     @property
     def count(self) -> int:
         """How many messages the ledger holds."""
+        cold = self.cold
+        if cold is not None and cold.fingerprint is not None:  # restored, no history yet
+            return cold.count
         return len(self.seen)
+
+    @property
+    def unseen(self) -> bool:
+        """Whether the ledger was restored and has not been handed a history yet (``attach``)."""
+        return self.cold is not None and self.cold.fingerprint is not None
+
+    @property
+    def saved_decisions(self) -> SavedDecisions | None:
+        """The decisions of a cold ledger, by turn id (``None`` once warm: the window's)."""
+        return None if self.cold is None else self.cold.decisions
 
     def matching(self, history: Sequence[Any]) -> int:
         """Return how many held messages ``history`` starts with (equal content, any object)."""
@@ -321,10 +345,10 @@ class Ledger:
             if not restored:
                 raise
             # A reader fails on its own state only where a saved one was edited and resealed.
-            raise ValidationError(
-                "ContextWindow.from_state: the state does not fit the history (the format's "
-                f"reader cannot continue from its reading: {type(error).__name__}: {error})",
-                details={"field": "reading"},
+            raise refused(
+                "the state does not fit the history (the format's reader cannot continue from "
+                f"its reading: {type(error).__name__}: {error})",
+                field="reading",
             ) from None
         scanned = settled
         if tail.sent:
@@ -359,8 +383,8 @@ class Ledger:
         )
         self.firsts += len(used)
         self.seen.extend(history[start : start + len(scanned.sent)])
-        if self.print is not None:
-            self.print.feed(self.seen, self.print.count)
+        if self.running is not None:
+            self.running.feed(self.seen, self.running.count)
         if self.cold is not None:
             self.cold.tail.append((scanned._replace(turns=tuple(turns)), used))
             return
@@ -385,9 +409,8 @@ class Ledger:
         self.sent.extend(scanned.sent)
         self.originals.extend(scanned.originals)
 
-    def truncate(self, count: int, history: Sequence[Any]) -> None:
-        """Forget the messages from ``count`` on (to read them again)."""
-        self.warm(history)
+    def truncate(self, count: int) -> None:
+        """Forget the messages from ``count`` on (to read them again); the ledger is warm."""
         kept = self.ends[count - 1] if count else len(self.head)
         for turn in self.turns[kept:]:
             del self.parts[turn.turn_id], self.index_of[turn.turn_id]
@@ -397,15 +420,23 @@ class Ledger:
             self.reading = Reading(0, None)
         self.first_indices = [index for index in self.first_indices if index < count]
         self.firsts = len(self.first_indices)
-        self.print = None
+        self.running = None
 
-    def warm(self, history: Sequence[Any]) -> None:
-        """Read the messages a restored ledger holds again, if it has not yet (prices kept)."""
+    def warm(self) -> Decisions | None:
+        """Read the old messages of a restored ledger again, once; return the decisions on them.
+
+        The turns are read with a cheap estimator and take the state's prices; the decisions
+        the state named by turn id are placed on them. ``None`` when the ledger is warm already
+        (the window's decisions stand).
+
+        Raises:
+            ValidationError: if the prices or the decisions do not fit the turns read.
+        """
         cold = self.cold
         if cold is None:
-            return
+            return None
         self.cold = None
-        seen, fingerprint, reading = self.seen, self.print, self.reading
+        seen, fingerprint, reading = self.seen, self.running, self.reading
         self.clear()
         settings = self.settings
         reader = self.fmt.reader(
@@ -413,7 +444,7 @@ class Ledger:
             priority=settings.priority,
             pin=settings.pin,
         )
-        scanned = self._observed(reader.read(history[: cold.count], final=True), 0)
+        scanned = self._observed(reader.read(seen[: cold.count], final=True), 0)
         if len(scanned.turns) != len(cold.prices):
             raise unfit(len(cold.prices), len(scanned.turns))
         priced = [
@@ -426,34 +457,59 @@ class Ledger:
             self._hold(chunk.turns, chunk)
             self.first_indices.extend(used)
         self.firsts = len(self.first_indices)
-        self.seen, self.print, self.reading = seen, fingerprint, reading
+        self.seen, self.running, self.reading = seen, fingerprint, reading
+        return cold.decisions.over(self.turns, self.index_of)
 
     def restore(  # noqa: PLR0917 - the codec's one call site
         self,
-        history: Sequence[Any],
         count: int,
+        fingerprint: str,
         prices: list[int],
         firsts: int,
-        made: Fingerprint,
+        decisions: SavedDecisions,
         reading: Reading | None = None,
     ) -> None:
-        """Hold ``history[:count]`` cold: known by the state's ``prices``, read again on demand.
+        """Hold ``count`` messages cold, known by a state: not read, nor handed yet (``attach``).
 
-        ``made`` is the fingerprint of exactly those messages: the running one from now on;
+        ``fingerprint`` is theirs, ``prices`` their turns', ``decisions`` the state's on them;
         ``reading`` the format's reader state the window saved (``None``: read again if needed).
         """
         self.clear()
         if reading is not None:
             self.reading = reading
-        self.seen = list(history[:count])
-        self.firsts, self.print = firsts, made
-        self.cold = _Cold(count, prices)
+        self.firsts = firsts
+        self.cold = _Cold(count, prices, decisions, fingerprint)
+
+    def attach(self, history: Sequence[Any]) -> bool:
+        """Take ``history`` as the messages a restored ledger holds; whether it starts with them.
+
+        One pass checks its first messages against the state's fingerprint, which then runs
+        on. A history that does not start with them leaves the ledger as it was.
+        """
+        cold = self.cold
+        assert cold is not None  # noqa: S101 - only called while unseen
+        assert cold.fingerprint is not None  # noqa: S101 - as above
+        count = cold.count
+        made = (
+            None
+            if len(history) < count
+            else Fingerprint.resume(
+                history[:count], hooks_of(self.fmt).fingerprint_data, cold.fingerprint
+            )
+        )
+        if made is None:
+            return False
+        self.seen, self.running, cold.fingerprint = list(history[:count]), made, None
+        return True
 
     def fingerprint(self) -> str:
         """Return the fingerprint of the held messages."""
-        if self.print is None:
-            self.print = Fingerprint.of(self.seen, hooks_of(self.fmt).fingerprint_data)
-        return self.print.hexdigest()
+        cold = self.cold
+        if cold is not None and cold.fingerprint is not None:
+            return cold.fingerprint
+        if self.running is None:
+            self.running = Fingerprint.of(self.seen, hooks_of(self.fmt).fingerprint_data)
+        return self.running.hexdigest()
 
     def head_prices(self) -> list[int]:
         """Return the prices of the head's turns (the request-level system prompt)."""

@@ -35,15 +35,19 @@ from cutctx._policies.floor import FloorChain, RoomChain
 from cutctx._policies.masking import ObservationMaskingPolicy
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from cutctx._core.protocols import CompactionPolicy
     from cutctx._core.values import SummarizationRequest, TranscriptTurn
+    from cutctx._loop.decisions import Decisions
     from cutctx._loop.ledger import Ledger
     from cutctx._loop.settings import Settings, Summarize
     from cutctx.formats import Format
 
 __all__ = ["Pending", "Planner", "stages_of"]
+
+_AS_SENT = (Action.KEEP, Action.MASK, Action.EXCERPT)
+"""The actions a turn the request before held may be given back with (not a summary's)."""
 
 type Stages = tuple[tuple[Transcript, CompactionPlan], ...]
 
@@ -142,9 +146,9 @@ class Planner:
         """Return the budget a plan over ``history`` is held to: ``compact_to`` or the floor."""
         settings = self._settings
         return CompactionBudget(
-            max(settings.to, layout(history, self.hard).untouchable_tokens),
-            settings.protected,
-            max_result_tokens=settings.cap,
+            max(settings.compact_to, layout(history, self.hard).untouchable_tokens),
+            settings.protected_recent_turns,
+            max_result_tokens=settings.max_result_tokens,
         )
 
     def plan(self, current: Transcript, policy: CompactionPolicy, ledger: Ledger) -> Pending:
@@ -170,8 +174,8 @@ class Planner:
         fixed = current.request_tokens + sum(
             price for price, flag in zip(shape.tokens, shape.fixed, strict=True) if flag
         )
-        small = untouchable > settings.to or (
-            self._room and fixed >= settings.max_tokens - settings.at
+        small = untouchable > settings.compact_to or (
+            self._room and fixed >= settings.max_tokens - settings.compact_at
         )
         floor = small and self._floor and policy is self._default
         if floor:
@@ -185,9 +189,9 @@ class Planner:
             if current.token_estimate() <= top:
                 return Pending((), (), policy)
             room = max(0, top - fixed)
-            budgets = [max(untouchable, fixed + room * settings.to // settings.max_tokens)]
+            budgets = [max(untouchable, fixed + room * settings.compact_to // settings.max_tokens)]
             stages = self._drops
-        elif untouchable > settings.at:
+        elif untouchable > settings.compact_at:
             # A small window planned by a policy of the caller's, priority mode or with
             # summaries: everything that fits under max_tokens is sent; once it does not, the
             # cut keeps the newest exchanges and leaves compact_to's share of the room that is
@@ -195,12 +199,14 @@ class Planner:
             if current.token_estimate() <= top:
                 return Pending((), (), policy)
             room = top - untouchable
-            budgets = [untouchable + room * settings.to // settings.max_tokens]
+            budgets = [untouchable + room * settings.compact_to // settings.max_tokens]
         else:
             # compact_to when the untouchable turns leave it reachable; else, and when no plan
             # reaches it, destructive moves stop once the request is under compact_at.
-            under_at = max(min(settings.at, top), untouchable)
-            budgets = [under_at] if untouchable > settings.to else [settings.to, under_at]
+            under_at = max(min(settings.compact_at, top), untouchable)
+            budgets = (
+                [under_at] if untouchable > settings.compact_to else [settings.compact_to, under_at]
+            )
         summaries = any(turn.turn_id.startswith(SUMMARY_TURN_ID_PREFIX) for turn in current.turns)
         transcripts = [_with_summaries_pinned(current), current] if summaries else [current]
         made: Stages = ()
@@ -216,10 +222,10 @@ class Planner:
         if not made:  # the policy itself found the budget unsatisfiable, every time
             assert refused is not None  # noqa: S101 - the loop ran at least once
             raise refused
-        if _bare(made, hard):
+        if _keeps_only_untouchable(made, hard):
             # Planned again with more room: up to max_tokens, or in a small window up to its
             # cut's aim (a refill to max_tokens would cut again on the next step).
-            made = self._fuller(made, stages, transcripts, budgets[0] if floor else top, hard)
+            made = self._keeping_more(made, stages, transcripts, budgets[0] if floor else top, hard)
         plan = made[-1][1]
         if plan.tokens_after_estimate > settings.max_tokens:
             kept = [
@@ -236,7 +242,7 @@ class Planner:
             )
         return Pending(made, self._calls(made), policy)
 
-    def _fuller(
+    def _keeping_more(
         self,
         made: Stages,
         stages: Sequence[CompactionPolicy],
@@ -261,7 +267,7 @@ class Planner:
                     fuller = self._run(candidate, quiet, top)
                 except BudgetUnsatisfiable:
                     continue
-                if fuller[-1][1].tokens_after_estimate <= top and not _bare(
+                if fuller[-1][1].tokens_after_estimate <= top and not _keeps_only_untouchable(
                     fuller, hard, transcript
                 ):
                     return fuller
@@ -269,7 +275,7 @@ class Planner:
 
     def _run(self, current: Transcript, stages: Sequence[CompactionPolicy], budget: int) -> Stages:
         """Run ``stages`` over ``current``, each over the view the one before gives."""
-        aim = CompactionBudget(budget, self._settings.protected)
+        aim = CompactionBudget(budget, self._settings.protected_recent_turns)
         made: list[tuple[Transcript, CompactionPlan]] = []
         for policy in stages:
             if made:
@@ -293,7 +299,7 @@ class Planner:
         self, stages: Stages
     ) -> tuple[tuple[SummarizationRequest, tuple[TranscriptTurn, ...]], ...]:
         """Return each summary request with the turns it covers, within the input bound."""
-        bound = self._settings.summary_input
+        bound = self._settings.summary_input_tokens
         calls = []
         for current, plan in stages:
             by_id = {turn.turn_id: turn for turn in current.turns}
@@ -330,15 +336,57 @@ class Planner:
     @property
     def hard(self) -> CompactionBudget:
         """The budget a request is laid out under: ``max_tokens``, the protected tail."""
-        return CompactionBudget(self._settings.max_tokens, self._settings.protected)
+        return CompactionBudget(self._settings.max_tokens, self._settings.protected_recent_turns)
 
     def units(self, turns: Sequence[TranscriptTurn]) -> Units:
         """Return the exchanges of ``turns`` under the window's protected tail."""
         return layout(Transcript(tuple(turns)), self.hard).units
 
-    def bare(self, view: Sequence[TranscriptTurn]) -> bool:
+    def only_untouchable(self, view: Sequence[TranscriptTurn]) -> bool:
         """Whether ``view`` holds nothing but untouchable turns (and the exchanges they hold)."""
         return _only_locked(self.units(view))
+
+    def without_merges(
+        self,
+        decisions: Decisions,
+        before: Decisions,
+        ledger: Ledger,
+        view_of: Callable[[Decisions], Sequence[TranscriptTurn]],
+    ) -> Decisions:
+        """Return ``decisions`` with the lone user messages a removal left behind another dropped.
+
+        ``before`` are the decisions of the request before this compaction, ``view_of`` the view
+        decisions make. When dropping the lone messages leaves only the untouchable turns, they
+        are kept instead, with the exchange that separated each from the message before it (so
+        nothing merges), if this cut dropped that exchange (a message a request lost never
+        comes back), the request still fits under ``max_tokens`` (less a new summary's
+        headroom) and nothing merges.
+        """
+        lone = self.merged(view_of(decisions), ledger)
+        if not lone:
+            return decisions
+        dropped = decisions.copy()
+        for index in lone:
+            dropped.actions[index] = Action.DROP
+        if not self.only_untouchable(view_of(dropped)):
+            return dropped
+        kept = decisions.copy()
+        actions, held = kept.actions, before.actions
+        units = self.units(ledger.turns)
+        for index in lone:
+            last = index - 1
+            if last < 0 or actions[last] is not Action.DROP:
+                continue
+            members = range(units.unit_of[last], units.unit_last[units.unit_of[last]] + 1)
+            if all(member < len(held) and held[member] in _AS_SENT for member in members):
+                for member in members:  # as the request before sent it: kept, masked, excerpted
+                    actions[member] = held[member]
+                    if member in before.stubs:
+                        kept.stubs[member] = before.stubs[member]
+        view = view_of(kept)
+        if sum(turn.token_estimate for turn in view) <= self.top and not self.merged(view, ledger):
+            return kept
+        return dropped
 
     def merged(self, view: Sequence[TranscriptTurn], ledger: Ledger) -> list[int]:
         """Return the held turns of lone user messages the format would merge behind another.
@@ -350,7 +398,7 @@ class Planner:
         rendered = self._format.render(Transcript(tuple(view)), ledger.binding(ledger.count))
         if not rendered.joined:
             return []
-        tail = len(ledger.turns) - self._settings.protected
+        tail = len(ledger.turns) - self._settings.protected_recent_turns
         dropped = []
         for turn in view:
             part = ledger.parts.get(turn.turn_id)
@@ -393,7 +441,9 @@ def _without_summarizers(stages: Sequence[CompactionPolicy]) -> tuple[Compaction
     return tuple(kept)
 
 
-def _bare(made: Stages, hard: CompactionBudget, read: Transcript | None = None) -> bool:
+def _keeps_only_untouchable(
+    made: Stages, hard: CompactionBudget, read: Transcript | None = None
+) -> bool:
     """Whether the request ``made`` gives keeps nothing but untouchable turns of its own.
 
     Such a request sends the system prompt, the pinned turns and the protected tail alone (with

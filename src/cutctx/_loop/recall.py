@@ -270,7 +270,7 @@ def answer(
         return f"[{RECALL_TOOL}: recall is off for this window (ContextWindow(recall=True))]"
     if unseen:
         return f"{_UNSEEN}: call prepare(history) first, or cutctx.recall(history, ...)]"
-    cap = settings.cap or DEFAULT_PAGE_TOKENS
+    cap = settings.max_result_tokens or DEFAULT_PAGE_TOKENS
     return index.answer(arguments, fmt=fmt, estimator=settings.estimator, cap=cap)
 
 

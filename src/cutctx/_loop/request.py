@@ -1,20 +1,68 @@
-"""A window's last request: its messages, each one's price, and how a state names them."""
+"""A window's last request: its messages, each one's price, and what each message is (a recipe).
+
+A recipe item says where a request message comes from, so a restored window sends its last
+request again from the history: ``int`` ``i`` for the history's message ``i`` as it is,
+``Unmarked(i)`` for it without its ``sticky``/``priority`` keys, ``Made(message)`` for a message
+the window made, ``LOST`` for a made message a restored state could not carry.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from baseaicore import ValidationError
 
 from cutctx._loop.ledger import message_costs
+from cutctx.formats._marks import unmarked
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from cutctx.formats import Binding, Rendered, Scanned
 
-__all__ = ["Request", "WindowStats", "counted", "recipe", "recipe_of"]
+__all__ = [
+    "LOST",
+    "Lost",
+    "Made",
+    "Request",
+    "Sent",
+    "Unmarked",
+    "WindowStats",
+    "counted",
+    "recipe",
+    "recipe_of",
+    "resolved",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Unmarked:
+    """The history's message ``index`` without its ``sticky``/``priority`` keys."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Made:
+    """A message the window made (a stub, an excerpt, a merge): ``message`` itself."""
+
+    message: Any
+
+
+class Lost:
+    """A made message a restored state does not hold (a custom format's object, not JSON).
+
+    The request holding one is rendered again by the next step.
+    """
+
+    __slots__ = ()
+
+
+LOST: Final = Lost()
+
+type Sent = int | Unmarked | Made | Lost
+"""One recipe item: where a request message comes from (see the module docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,24 +102,39 @@ def counted(
     )
 
 
-def recipe_of(message: object, index: int, caller: object) -> int | list[Any]:
-    """Return how a state names a kept message ``index`` of the history.
+def recipe_of(message: object, index: int, caller: object) -> int | Unmarked:
+    """Return the recipe item of a kept message ``index`` of the history.
 
-    ``index`` for the caller's own message, ``["unmarked", index]`` for the copy without its
-    ``sticky``/``priority`` keys; see ``codec``.
+    ``index`` for the caller's own message, ``Unmarked(index)`` for the copy without its
+    ``sticky``/``priority`` keys.
     """
-    return index if message is caller else ["unmarked", index]
+    return index if message is caller else Unmarked(index)
 
 
-def recipe(messages: Sequence[Any], originals: Sequence[Any], seen: Sequence[Any]) -> list[Any]:
-    """Return how a state names each message of a rendered request (a made one: itself)."""
+def recipe(messages: Sequence[Any], originals: Sequence[Any], seen: Sequence[Any]) -> list[Sent]:
+    """Return the recipe of a rendered request (a message the window made: ``Made``)."""
     where = {id(original): index for index, original in enumerate(originals)}
     return [
         recipe_of(message, where[id(message)], seen[where[id(message)]])
         if id(message) in where
-        else message
+        else Made(message)
         for message in messages
     ]
+
+
+def resolved(recipe: Sequence[Sent], history: Sequence[Any]) -> list[Any] | None:
+    """Return the request ``recipe`` makes from ``history`` (``None`` if it holds ``LOST``)."""
+    out: list[Any] = []
+    for item in recipe:
+        if type(item) is int:
+            out.append(history[item])
+        elif isinstance(item, Unmarked):
+            out.append(unmarked(history[item.index]))
+        elif isinstance(item, Made):
+            out.append(item.message)
+        else:
+            return None
+    return out
 
 
 @dataclass(slots=True)
@@ -89,7 +152,7 @@ class Request:
     tokens: int
     held: int
     tail: bool
-    recipe: list[Any]
+    recipe: list[Sent]
     digests: list[str] = field(default_factory=list)
 
     @classmethod

@@ -51,12 +51,12 @@ class Settings:
     """
 
     max_tokens: int
-    at: int
-    to: int
-    summary_input: int
+    compact_at: int
+    compact_to: int
+    summary_input_tokens: int
     keep_first: int
-    protected: int
-    keep_recent: int
+    protected_recent_turns: int
+    keep_recent_results: int
     cache_breakpoints: bool
     system: object
     estimator: TokenEstimator
@@ -64,14 +64,15 @@ class Settings:
     policy: CompactionPolicy | None
     priority: Priority | None
     pin: Pin | None
-    cap: int | None
+    max_result_tokens: int | None
     recall: bool
     given: dict[str, Any]
     observation: Pin | None = None  # called as (index, message), whichever shape was given
     head_prices: tuple[int, ...] | None = None  # a state's: the head is not priced again
-    # The cap a result arriving now is excerpted to: ``cap`` held by the calibration (``None``:
-    # ``cap``). A plan is checked against ``cap``, so an excerpt decided earlier stays valid.
-    fresh_cap: int | None = None
+    # The cap a result arriving now is excerpted to: ``max_result_tokens`` held by the
+    # calibration (``None``: ``max_result_tokens``). A plan is checked against
+    # ``max_result_tokens``, so an excerpt decided earlier stays valid.
+    calibrated_result_cap: int | None = None
     # From the messages default of version 4 on (no summaries): a result arriving over the cap
     # whose excerpt would keep none of its lines whole (one line of JSON: its head cut at a
     # character) is sent whole while the request has room for it (``decisions.excerpts_of``).
@@ -80,15 +81,22 @@ class Settings:
     def narrowed(self, tokens: int) -> Settings:
         """Return these settings with ``tokens`` less room under each threshold (at least 1)."""
         top = max(1, self.max_tokens - tokens)
-        at = max(1, min(top, self.at - tokens))
+        at = max(1, min(top, self.compact_at - tokens))
         return dataclasses.replace(
-            self, max_tokens=top, at=at, to=max(1, min(at, self.to - tokens))
+            self,
+            max_tokens=top,
+            compact_at=at,
+            compact_to=max(1, min(at, self.compact_to - tokens)),
         )
 
     @property
     def new_result_cap(self) -> int | None:
         """The most tokens a result arriving now is sent at (``None``: excerpts are off)."""
-        return self.cap if self.fresh_cap is None else self.fresh_cap
+        return (
+            self.max_result_tokens
+            if self.calibrated_result_cap is None
+            else self.calibrated_result_cap
+        )
 
     @classmethod
     def of(  # noqa: PLR0917 - the window's options, as named there
@@ -160,12 +168,14 @@ class Settings:
         chosen = resolve_estimator(estimator, owner=_OWNER)  # None: the default, TextEstimator
         return cls(
             max_tokens=top,
-            at=at,
-            to=to,
-            summary_input=bound,
+            compact_at=at,
+            compact_to=to,
+            summary_input_tokens=bound,
             keep_first=check_count(_OWNER, "keep_first", keep_first),
-            protected=check_count(_OWNER, "protected_recent_turns", protected_recent_turns),
-            keep_recent=check_count(_OWNER, "keep_recent_results", keep_recent_results),
+            protected_recent_turns=check_count(
+                _OWNER, "protected_recent_turns", protected_recent_turns
+            ),
+            keep_recent_results=check_count(_OWNER, "keep_recent_results", keep_recent_results),
             cache_breakpoints=bool(cache_breakpoints),
             system=system,
             estimator=chosen,
@@ -173,7 +183,7 @@ class Settings:
             policy=policy,
             priority=priority,  # type: ignore[arg-type]
             pin=pin,  # type: ignore[arg-type]
-            cap=cap,
+            max_result_tokens=cap,
             recall=bool(recall),
             observation=(
                 None

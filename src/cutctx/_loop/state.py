@@ -1,8 +1,8 @@
 """What a window knows between two calls, in one value: ``WindowState``.
 
-The ledger of priced messages, the decisions, the last request, the latest compaction, the
-stats, a restored state not yet taken up (``Saved``) and the calibration to the provider's
-count all live here. A step works on ``copy()`` and the window adopts the result in one
+The ledger of priced messages (cold while restored: see ``ledger``), the decisions, the last
+request, the latest compaction, the stats and the calibration to the provider's count all live
+here. A step works on ``copy()`` and the window adopts the result in one
 assignment; the codec writes and reads this value whole. See docs/design.md, "The window's
 state".
 """
@@ -21,43 +21,18 @@ if TYPE_CHECKING:
     from cutctx._core.values import TranscriptTurn
     from cutctx._loop.compact import CompactedMessages
     from cutctx._loop.decisions import Decisions
-    from cutctx._loop.ledger import Ledger, Reading
+    from cutctx._loop.ledger import Ledger
     from cutctx._loop.request import Request, WindowStats
     from cutctx._loop.settings import Settings
 
-__all__ = ["LOWEST_SLOPE", "Calibration", "Saved", "WindowState"]
+__all__ = ["KEPT_REPORTS", "LOWEST_SLOPE", "Calibration", "WindowState"]
 
-_KEPT: Final = 8  # the reports a calibration learns from (the most recent ones)
+KEPT_REPORTS: Final = 8  # the reports a calibration learns from (the most recent ones)
 LOWEST_SLOPE: Final = 0.5  # the smallest slope a calibration may find
 _SLOPE_ONE: Final = (LOWEST_SLOPE, 1.5)  # the slope one estimate may teach (the rest is offset)
 _SLOPE: Final = (LOWEST_SLOPE, 2.0)  # the slope a fit over several estimates may find
 _FIT_REPORTS: Final = 3  # a least-squares slope needs this many reports ...
 _FIT_RANGE: Final = 0.25  # ... whose estimates span this share of their mean
-
-
-@dataclass(frozen=True, slots=True)
-class Saved:
-    """A restored state's body until a history takes it up (then ``resumed``).
-
-    ``data`` is the state exactly as it was restored (``state()`` returns it until then, or
-    until a new system prompt moves its figures: ``None``); the rest is read from it, checked.
-    """
-
-    data: dict[str, Any] | None
-    count: int
-    fingerprint: str
-    prices: list[int]
-    firsts: int
-    decisions: dict[str, Any]
-    request: list[Any]
-    digests: list[str]
-    costs: list[int]
-    tokens: int
-    tail: bool
-    planned_by: str
-    last: int | None
-    reading: Reading | None = None  # the format's reader state it saved (None: read again)
-    resumed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +43,12 @@ class Calibration:
     eight). The window models the provider's count as ``slope * estimate + offset`` (``fit``),
     the offset standing for what it never sees (tool definitions, framing), and adds ``margin``,
     the largest amount a recent report was over the line, so every recent report is at or under
-    the prediction. ``last`` is the estimate of the request last returned (what the next report
-    is about). See docs/agent-loop.md, "Calibration".
+    the prediction. ``last_estimate`` is the estimate of the request last returned (what the
+    next report is about). See docs/agent-loop.md, "Calibration".
     """
 
     reports: tuple[tuple[int, int], ...] = ()
-    last: int | None = None
+    last_estimate: int | None = None
 
     def fit(self) -> tuple[float, float, float]:
         """Return ``(slope, offset, margin)``: ``(1.0, 0.0, 0.0)`` before any report.
@@ -106,7 +81,7 @@ class Calibration:
 
     def sent(self, estimate: int) -> Calibration:
         """Return this calibration after a request estimated at ``estimate`` was returned."""
-        return dataclasses.replace(self, last=estimate)
+        return dataclasses.replace(self, last_estimate=estimate)
 
     def reported(self, input_tokens: object) -> Calibration:
         """Return this calibration learnt from the provider's count of the last request.
@@ -120,14 +95,14 @@ class Calibration:
                 f"count), got {input_tokens!r:.40}",
                 details={"field": "input_tokens"},
             )
-        if self.last is None:
+        if self.last_estimate is None:
             raise ValidationError(
                 "ContextWindow.report_usage: no request returned yet to report on",
                 details={"field": "input_tokens"},
             )
-        if input_tokens == 0 or self.last == 0:
+        if input_tokens == 0 or self.last_estimate == 0:
             return self  # nothing to learn from an empty request
-        reports = (*self.reports, (self.last, input_tokens))[-_KEPT:]
+        reports = (*self.reports, (self.last_estimate, input_tokens))[-KEPT_REPORTS:]
         return dataclasses.replace(self, reports=reports)
 
     def applied(self, settings: Settings) -> Settings:
@@ -146,44 +121,15 @@ class Calibration:
             return max(1, math.floor((threshold - offset - margin) / slope))
 
         top = held(settings.max_tokens)
-        at = max(1, min(top, held(settings.at)))
-        to = max(1, min(at, held(settings.to)))
+        at = max(1, min(top, held(settings.compact_at)))
+        to = max(1, min(at, held(settings.compact_to)))
         # The result cap follows: a result is a share of the request, in the provider's count.
-        cap = settings.cap
+        cap = settings.max_result_tokens
         if cap is not None:  # never over the cap itself, which every plan is checked against
             cap = max(1, min(cap, top, math.floor(cap / slope)))
-        return dataclasses.replace(settings, max_tokens=top, at=at, to=to, fresh_cap=cap)
-
-    def to_data(self) -> dict[str, Any]:
-        """Return this calibration as JSON data."""
-        return {"reports": [list(report) for report in self.reports], "last": self.last}
-
-    @classmethod
-    def of_data(cls, data: object) -> Calibration:
-        """Return the calibration ``to_data`` gave.
-
-        Raises:
-            ValidationError: for anything else.
-        """
-        if not isinstance(data, dict) or set(data) != {"reports", "last"}:
-            raise _bad("calibration")
-        reports, last = data["reports"], data["last"]
-        if not isinstance(reports, list) or len(reports) > _KEPT:
-            raise _bad("calibration")
-        for report in reports:
-            if not isinstance(report, list) or len(report) != 2:
-                raise _bad("calibration")
-            if any(type(number) is not int or number < 1 for number in report):
-                raise _bad("calibration")
-        if last is not None and (type(last) is not int or last < 0):
-            raise _bad("calibration")
-        return cls(tuple((estimate, count) for estimate, count in reports), last)
-
-
-def _bad(field: str) -> ValidationError:
-    return ValidationError(
-        f"ContextWindow.from_state: malformed state ({field})", details={"field": field}
-    )
+        return dataclasses.replace(
+            settings, max_tokens=top, compact_at=at, compact_to=to, calibrated_result_cap=cap
+        )
 
 
 @dataclass(slots=True)
@@ -193,7 +139,9 @@ class WindowState:
     ``view`` is the current request's turns (``None``: to be made from the decisions);
     ``before`` the request a reset replaced (or, for a restored window, its messages' digests
     in ``before_digests``), compared once against the next; ``planned_by`` the policy of the
-    latest compaction, ``last_count`` the messages it was over.
+    latest compaction, ``compaction`` it (its request, report and plan) and ``compacted_count``
+    the messages it was over; ``restored`` the state's data
+    as ``from_state`` was given it, which ``state()`` returns until the window changes.
     """
 
     ledger: Ledger
@@ -202,11 +150,11 @@ class WindowState:
     view: list[TranscriptTurn] | None
     stats: WindowStats
     planned_by: CompactionPolicy
-    last: CompactedMessages[Any] | None = None
-    last_count: int | None = None
+    compaction: CompactedMessages[Any] | None = None
+    compacted_count: int | None = None
     before: list[Any] | None = None
     before_digests: list[str] | None = None
-    saved: Saved | None = None
+    restored: dict[str, Any] | None = None
     calibration: Calibration = Calibration()
 
     def copy(self) -> WindowState:
@@ -218,15 +166,10 @@ class WindowState:
             None if self.view is None else list(self.view),
             self.stats,
             self.planned_by,
-            self.last,
-            self.last_count,
+            self.compaction,
+            self.compacted_count,
             self.before,
             self.before_digests,
-            self.saved,
+            self.restored,
             self.calibration,
         )
-
-    @property
-    def unseen(self) -> bool:
-        """Whether this is a restored state no history has taken up yet."""
-        return self.saved is not None and not self.saved.resumed

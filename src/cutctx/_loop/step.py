@@ -10,7 +10,6 @@ state").
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import TYPE_CHECKING, Any, Final
 
@@ -18,13 +17,13 @@ from baseaicore import ValidationError
 
 from cutctx._core.errors import BudgetUnsatisfiable
 from cutctx._core.invariants import layout
-from cutctx._core.values import Action, Role, Transcript, TurnReplacement, group_id_for
-from cutctx._loop.compact import CompactedMessages, priority_policy
-from cutctx._loop.decisions import Decisions, Summary, excerpts_of, shared_excerpts
+from cutctx._core.values import Action, Role, Transcript
+from cutctx._loop.compact import CompactedMessages
+from cutctx._loop.decisions import Decisions, excerpts_of, shared_excerpts
 from cutctx._loop.fingerprint import Fingerprint
 from cutctx._loop.jsondata import check_json
 from cutctx._loop.planner import Planner
-from cutctx._loop.request import Request, counted
+from cutctx._loop.request import Request, Unmarked, counted, resolved
 from cutctx.formats._format import WindowHooks, hooks_of
 from cutctx.formats._marks import unmarked
 
@@ -34,10 +33,10 @@ if TYPE_CHECKING:
     from cutctx._core.plan import CompactionPlan
     from cutctx._core.protocols import CompactionPolicy
     from cutctx._core.report import CompactionReport
-    from cutctx._core.values import TranscriptTurn
+    from cutctx._core.values import TranscriptTurn, TurnReplacement
     from cutctx._loop.planner import Pending
     from cutctx._loop.settings import Settings
-    from cutctx._loop.state import Saved, WindowState
+    from cutctx._loop.state import WindowState
     from cutctx.formats import Format, Scanned
 
 __all__ = ["DIGEST_CHARS", "Step", "digest_of", "named"]
@@ -54,9 +53,6 @@ another kind (source code after logs) that the estimator prices lower against th
 tokenizer: the default estimator's kinds of text span 0.9 to 1.3 of a tokenizer, up to 1.44x
 apart. The reserve holds only in the step the messages arrive: the next report covers them.
 """
-
-_AS_SENT = (Action.KEEP, Action.MASK, Action.EXCERPT)
-"""The actions a turn the request before held may be given back with (not a summary's)."""
 
 
 def named(policy: object) -> str:
@@ -106,14 +102,13 @@ class Step:
             )
         history = self.without_cache_markers(history)
         state = self.state
-        if state.unseen:
-            self.resume(history)
+        if state.ledger.unseen:
+            self.attach(history)
         ledger = state.ledger
         if ledger.matching(history) < ledger.count:
             self.reset()
         self.resettle(history)
         if state.request.held != ledger.count:  # a step that failed after holding its messages
-            self.warm(history)
             state.request.tail, state.request.tokens = False, self.tokens()
         read = ledger.read(history, ledger.count) if len(history) > ledger.count else None
         if read is not None:
@@ -123,10 +118,10 @@ class Step:
         new = () if read is None else read.turns
         added = sum(excerpts.get(turn.turn_id, turn).token_estimate for turn in new)
         hedge = math.ceil(HEDGE * added) if state.calibration.reports else 0
-        if state.request.tokens + added + hedge <= self.settings.at:
+        if state.request.tokens + added + hedge <= self.settings.compact_at:
             self.append(history, read, added, excerpts)
             return None
-        self.warm(history)
+        self.live()
         settings, planner = self.settings, self.planner
         if hedge:
             self.settings = settings.narrowed(hedge)
@@ -161,15 +156,21 @@ class Step:
             lambda text: self.fmt.price_summary(text, estimator=estimator),
         )
         state.planned_by = pending.policy
-        plan, report = self.adopt(decisions, pending.policy)
-        dropped = self.planner.merged(self.current(), ledger)
-        if dropped:  # lone user messages a removal left behind another: dropped too
-            kept = decisions.copy()
-            for index in dropped:
-                decisions.actions[index] = Action.DROP
-            plan, report = self.adopt(decisions, pending.policy)
-            if self.planner.bare(self.current()):
-                plan, report = self.unmerge(kept, before, dropped, pending.policy, (plan, report))
+        tried: list[tuple[Decisions, CompactionPlan, CompactionReport, list[TranscriptTurn]]] = []
+
+        def view_of(chosen: Decisions) -> list[TranscriptTurn]:
+            plan, report, view = self.made(chosen, pending.policy)
+            tried.append((chosen, plan, report, view))
+            return view
+
+        # The planner's rule for the lone user messages a removal left behind another.
+        decisions = self.planner.without_merges(decisions, before, ledger, view_of)
+        plan, report, state.view = next(
+            (plan, report, view)
+            for made, plan, report, view in reversed(tried)
+            if made is decisions
+        )
+        state.decisions = decisions
         tokens = self.tokens()
         if tokens > self.settings.max_tokens:
             raise ValidationError(
@@ -180,43 +181,6 @@ class Step:
         state.request.tokens = tokens
         self.render(self.previous(), compacted=True)
         self.record(plan, report)
-
-    def unmerge(
-        self,
-        decisions: Decisions,
-        before: Decisions,
-        lone: Sequence[int],
-        policy: CompactionPolicy,
-        made: tuple[CompactionPlan, CompactionReport],
-    ) -> tuple[CompactionPlan, CompactionReport]:
-        """Keep the lone user messages, and the exchange this cut dropped before each, if it fits.
-
-        Dropping the lone messages left only the untouchable turns; keeping the exchange that
-        separated each from the message before it (so nothing merges) is taken when this step
-        dropped it (a message a request lost never comes back), the request still fits under
-        ``max_tokens`` (less a new summary's headroom) and nothing merges; else ``made`` stands.
-        """
-        state = self.state
-        actions, held = decisions.actions, before.actions
-        units = self.planner.units(state.ledger.turns)
-        for index in lone:
-            last = index - 1
-            if last < 0 or actions[last] is not Action.DROP:
-                continue
-            members = range(units.unit_of[last], units.unit_last[units.unit_of[last]] + 1)
-            if all(member < len(held) and held[member] in _AS_SENT for member in members):
-                for member in members:  # as the request before sent it: kept, masked, excerpted
-                    actions[member] = held[member]
-                    if member in before.stubs:
-                        decisions.stubs[member] = before.stubs[member]
-        chosen, view = state.decisions, state.view
-        plan, report = self.adopt(decisions, policy)
-        if self.tokens() <= self.planner.top and not self.planner.merged(
-            self.current(), state.ledger
-        ):
-            return plan, report
-        state.decisions, state.view = chosen, view
-        return made
 
     def emit(self) -> list[Any]:
         """Return a fresh list of the request, with the format's cache marker if asked."""
@@ -243,7 +207,7 @@ class Step:
         already held and the new messages that are not results (``shared_excerpts``). With
         excerpts off (no result cap) the results stay whole.
         """
-        if self.settings.cap is None or not new:
+        if self.settings.max_result_tokens is None or not new:
             return excerpts
         view = self.current()
         flags = layout(Transcript((*view, *new)), self.planner.hard).untouchable
@@ -294,10 +258,10 @@ class Step:
             if type(how) is int:
                 made[position] = caller[how]
                 whole.add(how)
-            elif type(how) is list and len(how) == 2 and how[0] == "unmarked":
-                original = caller[how[1]]
+            elif isinstance(how, Unmarked):
+                original = caller[how.index]
                 made[position] = unmarked(original) if isinstance(original, dict) else original
-                whole.add(how[1])
+                whole.add(how.index)
         seen = self.state.ledger.seen
         marked = [
             (seen[index], caller[index])
@@ -316,12 +280,12 @@ class Step:
             start -= 1
         if start == count or len(history) == count:
             return
-        self.warm(history)
+        self.live()
         end = ledger.end(start)
         if not state.decisions.truncate(end):
             self.reset()
             return
-        ledger.truncate(start, history)
+        ledger.truncate(start)
         state.view = None
         state.request.tail = False
         state.request.held = min(state.request.held, start)
@@ -338,8 +302,8 @@ class Step:
         state.view = list(ledger.head)
         head = sum(turn.token_estimate for turn in ledger.head)
         state.request = Request.empty(head, tail=False)
-        state.saved = None
-        state.last, state.last_count = None, None
+        state.restored = None
+        state.compaction, state.compacted_count = None, None
         state.stats = counted(state.stats, resets=1)
 
     def hold(
@@ -375,7 +339,7 @@ class Step:
         request = state.request
         previous = self.previous()
         if excerpts:
-            self.warm(history)
+            self.live()  # an excerpt is a decision: on the turns read again
         if read is not None:
             self.hold(history, read, excerpts)
         request.tokens += added
@@ -383,7 +347,7 @@ class Step:
             # After a reset, when the request does not end with the last held message (it
             # was masked or removed, so the new ones may merge or need an opener), or when a
             # new result is excerpted: render, and a step that excerpts records its plan.
-            self.warm(history)
+            self.live()  # the render binds the held messages as read again
             made = self.adopt(state.decisions, state.planned_by) if excerpts else None
             self.render(previous, compacted=False)
             if made is not None:
@@ -397,26 +361,33 @@ class Step:
     def record(self, plan: CompactionPlan, report: CompactionReport) -> None:
         """Record the latest compaction."""
         state = self.state
-        state.last = CompactedMessages(list(state.request.messages), report, plan)
-        state.last_count = state.ledger.count
+        state.compaction = CompactedMessages(list(state.request.messages), report, plan)
+        state.compacted_count = state.ledger.count
 
     def adopt(
         self, decisions: Decisions, policy: CompactionPolicy
     ) -> tuple[CompactionPlan, CompactionReport]:
         """Adopt ``decisions``: return the plan over the history they are, and its report."""
-        state = self.state
-        history = Transcript(tuple(state.ledger.turns))
+        plan, report, view = self.made(decisions, policy)
+        self.state.decisions, self.state.view = decisions, view
+        return plan, report
+
+    def made(
+        self, decisions: Decisions, policy: CompactionPolicy
+    ) -> tuple[CompactionPlan, CompactionReport, list[TranscriptTurn]]:
+        """Return the plan over the history ``decisions`` are, its report and its view."""
+        history = Transcript(tuple(self.state.ledger.turns))
         plan = decisions.plan(
             history, self.planner.budget_for(history), policy, self.settings.estimator
         )
         view, report = decisions.view(history, plan)
-        state.decisions, state.view = decisions, view
-        return plan, report
+        return plan, report, view
 
     def current(self) -> list[TranscriptTurn]:
         """Return the view of every held turn (the request's turns)."""
         state = self.state
-        if state.view is None:
+        if state.view is None:  # made from the decisions, over the turns (read again if cold)
+            self.live()
             self.adopt(state.decisions, state.planned_by)
         assert state.view is not None  # noqa: S101 - adopt made it
         return state.view
@@ -469,166 +440,50 @@ class Step:
         )
         state.request.tokens += change
         state.before, state.before_digests = [], None  # nothing of the old prefix is shared
-        saved = state.saved
-        if saved is not None and not saved.resumed:  # not taken up yet: its figures move
-            state.saved = dataclasses.replace(saved, data=None, tokens=saved.tokens + change)
+        state.restored = None
 
     # -- a restored state ---------------------------------------------------------------------
 
-    def warm(self, history: Sequence[Any]) -> None:
-        """Materialize what a restored window holds only by its state."""
-        state = self.state
-        if state.ledger.cold is None:
-            return
-        state.ledger.warm(history)
-        saved = state.saved
-        assert saved is not None  # noqa: S101 - a cold ledger has its state pending
-        state.decisions = decisions_of(saved, state.ledger.turns, state.ledger.index_of)
-        state.saved, state.view = None, None
+    def live(self) -> None:
+        """Have a restored window's old messages read again, once (``Ledger.warm``).
 
-    def resume(self, history: Sequence[Any]) -> None:
+        The decisions the state named by turn id are then the window's, and the view is made
+        again from them.
+        """
+        state = self.state
+        decisions = state.ledger.warm()
+        if decisions is not None:
+            state.decisions, state.view = decisions, None
+
+    def attach(self, history: Sequence[Any]) -> None:
         """Take up a restored state over ``history``: held cold if it starts as the state saw.
 
         A history that does not (shorter, or edited) starts over as a live window's would,
         its request compared with the state's by the digests of its messages.
         """
         state = self.state
-        saved = state.saved
-        assert saved is not None  # noqa: S101 - only called with a state pending
-        made = (
-            None
-            if len(history) < saved.count
-            else Fingerprint.resume(
-                history[: saved.count], hooks_of(self.fmt).fingerprint_data, saved.fingerprint
-            )
-        )
-        if made is None:
-            state.before_digests = list(saved.digests)
+        request = state.request
+        if not state.ledger.attach(history):
+            state.before_digests = list(request.digests)
             self.reset()
             return
-        render = any(item == ["render"] for item in saved.request)  # a message the state lacks
-        state.saved = _resumed(saved)
-        state.ledger.restore(history, saved.count, saved.prices, saved.firsts, made, saved.reading)
-        state.view = None
-        state.decisions = Decisions([])
-        state.last_count = saved.last
-        state.planned_by = (
-            self.policy
-            if saved.planned_by == named(self.policy)
-            else priority_policy(self.settings.estimator)
-        )
-        request = state.request
-        request.messages = [] if render else _resolved(saved.request, history)
-        request.recipe = list(saved.request)
-        request.digests = list(saved.digests)
-        request.costs, request.tokens = list(saved.costs), saved.tokens
-        request.held, request.tail = saved.count, saved.tail and not render
+        messages = resolved(request.recipe, history)  # None: a message the state lacks
+        request.messages = [] if messages is None else messages
+        request.tail = request.tail and messages is not None
+        state.restored = None
 
     def recorded(self) -> CompactedMessages[Any] | None:
         """Return a restored window's latest compaction, made again (``None`` if none)."""
         state = self.state
-        count = state.last_count
-        if state.last is not None or count is None:
-            return state.last
+        count = state.compacted_count
+        if state.compaction is not None or count is None:
+            return state.compaction
         ledger = state.ledger
-        self.warm(ledger.seen)
+        self.live()
         history = Transcript(tuple(ledger.turns[: ledger.end(count)]))
         budget = self.planner.budget_for(history)
         plan = state.decisions.plan(history, budget, state.planned_by, self.settings.estimator)
         view, report = state.decisions.view(history, plan)
         messages = self.fmt.render(Transcript(tuple(view)), ledger.binding(count)).messages
-        state.last = CompactedMessages(messages, report, plan)
-        return state.last
-
-
-def _resumed(saved: Saved) -> Saved:
-    return dataclasses.replace(saved, resumed=True)
-
-
-def _resolved(recipe: Sequence[Any], history: Sequence[Any]) -> list[Any]:
-    out: list[Any] = []
-    for item in recipe:
-        if isinstance(item, int):
-            out.append(history[item])
-        elif isinstance(item, list):
-            out.append(unmarked(history[item[1]]))
-        else:
-            out.append(item)
-    return out
-
-
-def decisions_of(
-    saved: Saved, turns: Sequence[TranscriptTurn], index_of: dict[str, int]
-) -> Decisions:
-    """Rebuild the saved decisions over the ledger's ``turns`` (``index_of``: by turn id).
-
-    Raises:
-        ValidationError: if a decision names a turn the history does not have.
-    """
-    count = len(turns)
-    actions = [Action.KEEP] * count
-    stubs: dict[int, TurnReplacement] = {}
-    summaries: dict[str, Summary] = {}
-    data = saved.decisions
-    try:
-        for turn_id, content, estimate in data["masked"]:
-            index = index_of[turn_id]
-            actions[index] = Action.MASK
-            stubs[index] = TurnReplacement(content, estimate)
-        for turn_id, content, estimate in data["excerpted"]:
-            index = index_of[turn_id]
-            actions[index] = Action.EXCERPT
-            stubs[index] = TurnReplacement(content, estimate)
-        for index in _indices(data["dropped"], index_of, count):
-            actions[index] = Action.DROP
-        for group in data["groups"]:
-            members = tuple(_indices(group["runs"], index_of, count))
-            for member in members:
-                actions[member] = Action.SUMMARIZE
-            key = group_id_for([turns[member].turn_id for member in members])
-            summaries[key] = _summary(members, group)
-    except (KeyError, TypeError, ValueError, ValidationError) as error:  # a stub's own check
-        raise ValidationError(
-            f"ContextWindow.from_state: the state does not fit the history "
-            f"({type(error).__name__}: {error})",
-            details={"field": "state"},
-        ) from None
-    return Decisions(actions, stubs, summaries)
-
-
-def _summary(members: tuple[int, ...], group: dict[str, Any]) -> Summary:
-    """Return a saved summary group over ``members`` (ledger indices).
-
-    Raises:
-        ValueError, TypeError: for a group of no turns, or a field of another kind.
-    """
-    target, prompt_id, text, cost = (
-        group["target_tokens"], group["prompt_id"], group["text"], group["cost"]
-    )  # fmt: skip
-    if not members:
-        raise ValueError("a summary of no turns")
-    if not (isinstance(prompt_id, str) and isinstance(text, str)):
-        raise TypeError("a summary's prompt_id and text are strings")
-    for value in (target, cost):
-        if type(value) is not int or value < 0:
-            raise TypeError(f"a summary's target_tokens and cost are counts, not {value!r:.20}")
-    return Summary(members, target, prompt_id, text, cost)
-
-
-def _indices(runs: object, index_of: dict[str, int], count: int) -> list[int]:
-    """Return the turn indices of saved ``runs`` (``[first turn id, how many turns]`` each).
-
-    Raises:
-        ValueError, TypeError, KeyError: for a run that is not one, names a turn the history
-            lacks, or runs past the ``count`` turns held.
-    """
-    if not isinstance(runs, list):
-        raise TypeError("runs must be a list")
-    indices: list[int] = []
-    for run in runs:
-        first, length = run
-        start = index_of[first]
-        if type(length) is not int or length < 1 or start + length > count:
-            raise ValueError(f"the run {run!r:.40} is not in the history")
-        indices.extend(range(start, start + length))
-    return indices
+        state.compaction = CompactedMessages(messages, report, plan)
+        return state.compaction

@@ -4,7 +4,7 @@ The window composes its parts and decides little itself: what it knows between c
 ``WindowState`` (the ledger, the decisions, the last request, the calibration, ...); each
 ``prepare`` is a ``Step`` over a copy of it, adopted in one assignment when the step succeeds;
 the codec writes and reads the state whole; the policies plan, the ``Format`` reads and renders.
-One caller at a time: a step takes the window's one token. See ``docs/agent-loop.md`` and
+One caller at a time: a step takes the window's one permit. See ``docs/agent-loop.md`` and
 ``docs/design.md``.
 """
 
@@ -129,9 +129,9 @@ class ContextWindow:
         """
         policy: CompactionPolicy = settings.policy or default_messages_policy(
             estimator=settings.estimator,
-            keep_recent_results=settings.keep_recent,
+            keep_recent_results=settings.keep_recent_results,
             summarize=settings.summarize is not None,
-            summary_input_tokens=settings.summary_input,
+            summary_input_tokens=settings.summary_input_tokens,
             placeholder=RECALL_PLACEHOLDER if settings.recall else DEFAULT_PLACEHOLDER,
             version=version,
             recall_index=settings.recall and version >= 2,
@@ -142,9 +142,10 @@ class ContextWindow:
         settings = dataclasses.replace(settings, whole_lines=whole)
         self._format, self._settings, self._policy = fmt, settings, policy
         self._recall = RecallIndex() if settings.recall else None
-        self._free = [True]  # the one caller's token: taken by a step in flight (see _enter)
+        self._permit = [True]  # the one caller's permit: taken by a step in flight (see _enter)
         self._working = False  # an aprepare's work runs in a worker thread (see _off_loop)
         self._probe: list[int] | None = None  # the estimator's count of the probe texts
+        self._digests = codec.Digests()  # what state() computed of the request, for the next
         ledger = Ledger(fmt, settings)
         head = sum(turn.token_estimate for turn in ledger.head)
         self._state = WindowState(
@@ -187,13 +188,17 @@ class ContextWindow:
     def last(self) -> CompactedMessages[Any] | None:
         """The latest compaction: its request, report and plan over the whole history then."""
         state = self._state
-        if state.last is None and state.last_count is not None:  # a restored window's
+        if (
+            state.compaction is None
+            and state.compacted_count is not None
+            and not state.ledger.unseen
+        ):
             self._idle()
             step = self._step()
             made = step.recorded()
             self._keep(step)
             return made
-        return state.last
+        return state.compaction
 
     @property
     def recall_tool(self) -> dict[str, Any] | None:
@@ -204,7 +209,7 @@ class ContextWindow:
         """
         if self._recall is None:
             return None
-        return tool_of(self._format, self._settings.cap or DEFAULT_PAGE_TOKENS)
+        return tool_of(self._format, self._settings.max_result_tokens or DEFAULT_PAGE_TOKENS)
 
     def recall(self, arguments: object) -> str:
         """Answer a ``cutctx_recall`` call: a page of the original its ``sha256`` names.
@@ -215,13 +220,14 @@ class ContextWindow:
         argument or an unknown digest gives back a one-line explanation, never an exception.
         """
         state = self._state
-        if self._recall is not None and not self._recall.complete and not state.unseen:
+        unseen = state.ledger.unseen
+        if self._recall is not None and not self._recall.complete and not unseen:
             self._idle()
             step = self._step()  # restored from a state: read the old messages once
-            step.warm(state.ledger.seen)
+            step.live()
             self._recall.fill(step.state.ledger.turns)
             self._keep(step)
-        return answer(self._recall, arguments, self._format, self._settings, unseen=state.unseen)
+        return answer(self._recall, arguments, self._format, self._settings, unseen=unseen)
 
     def prepare[M](self, history: Sequence[M]) -> list[M]:
         """Return the messages to send now for ``history``; see the class docstring.
@@ -240,7 +246,7 @@ class ContextWindow:
                 step.complete(pending, pending.fulfil(self._settings.summarize))
             return cast("list[M]", self._commit(step))
         finally:
-            self._free.append(True)
+            self._permit.append(True)
 
     async def aprepare[M](self, history: Sequence[M]) -> list[M]:
         """Return the messages to send now, awaiting an async ``summarize``; as ``prepare``.
@@ -271,7 +277,7 @@ class ContextWindow:
             self._adopt(step)
             return cast("list[M]", request)
         finally:
-            self._free.append(True)
+            self._permit.append(True)
 
     def state(self) -> dict[str, Any]:
         """Return the configuration and the decisions as plain JSON data.
@@ -281,7 +287,9 @@ class ContextWindow:
         """
         if self._probe is None:
             self._probe = codec.probe_of(self._settings.estimator)
-        return codec.encode(self._state, self._format, self._settings, self._policy, self._probe)
+        return codec.to_data(
+            self._state, self._format, self._settings, self._policy, self._probe, memo=self._digests
+        )
 
     @classmethod
     def from_state(
@@ -307,25 +315,22 @@ class ContextWindow:
             ValidationError: for a state that is not one ``state()`` returned, a missing
                 argument the state needs (naming it), or a policy other than the state's.
         """
-        decoded = codec.decode(
+        decoded = codec.from_data(
             state, estimator=estimator, summarize=summarize, policy=policy,
             priority=priority, pin=pin, format=format, observation=observation,
         )  # fmt: skip
         window = cls.__new__(cls)
-        window._setup(decoded.fmt, decoded.settings)
-        for version in (3, 2, 1):  # a state made with an earlier messages default keeps it
-            if policy is not None or decoded.policy == named(window._policy):
-                break
-            window._setup(decoded.fmt, decoded.settings, version=version)
+        try:  # the head (the system prompt) is read here: refused in from_state's words
+            window._setup(decoded.fmt, decoded.settings)
+            for version in (3, 2, 1):  # a state made with an earlier messages default keeps it
+                if policy is not None or decoded.policy == named(window._policy):
+                    break
+                window._setup(decoded.fmt, decoded.settings, version=version)
+        except ValidationError as error:
+            raise codec.reworded(error) from None
         codec.check_policy(decoded, window._policy)
         window._probe = decoded.probe
-        window._state = dataclasses.replace(
-            window._state,
-            saved=decoded.saved,
-            stats=decoded.stats,
-            calibration=decoded.calibration,
-            before=[] if decoded.head_changed else None,
-        )
+        window._state = decoded.state(window._state.ledger, window._policy)
         if window._recall is not None:
             window._recall = RecallIndex(complete=False)  # indexed when first asked
         window._tune()
@@ -351,7 +356,7 @@ class ContextWindow:
             self._state = dataclasses.replace(state, calibration=calibration)
             self._tune()
         finally:
-            self._free.append(True)
+            self._permit.append(True)
 
     def set_system(self, system: str | list[dict[str, Any]] | None) -> None:
         """Take a new request-level system prompt, keeping every decision on the messages.
@@ -382,7 +387,7 @@ class ContextWindow:
             self._state = step.state
             self._tune()
         finally:
-            self._free.append(True)
+            self._permit.append(True)
 
     # -- one step -----------------------------------------------------------------------------
 
@@ -411,9 +416,9 @@ class ContextWindow:
             raise _in_flight()
 
     def _take(self) -> None:
-        """Take the one caller's token, or refuse a second caller.
+        """Take the one caller's permit, or refuse a second caller.
 
-        ``list.pop`` takes the token in one operation (one bytecode on a builtin list, atomic
+        ``list.pop`` takes the permit in one operation (one bytecode on a builtin list, atomic
         under the GIL and under free threading's per-object locks), so two callers can never
         both pass: there is no window between the check and the set.
 
@@ -421,22 +426,22 @@ class ContextWindow:
             ValidationError: if a step is in flight (another thread, another task).
         """
         try:
-            self._free.pop()
+            self._permit.pop()
         except IndexError:
             raise _in_flight() from None
 
     def _enter(self) -> Step:
-        """Take the one caller's token and return the step over a copy of the state."""
+        """Take the one caller's permit and return the step over a copy of the state."""
         self._take()
         try:
             return self._step()
         except BaseException:
-            self._free.append(True)
+            self._permit.append(True)
             raise
 
     def _keep(self, step: Step) -> None:
         """Keep what ``step`` read again (the same state, warm), unless a step is in flight."""
-        if self._free:
+        if self._permit:
             self._state = step.state  # no step in flight could adopt a state after this one
 
     def _commit(self, step: Step) -> list[Any]:

@@ -209,7 +209,15 @@ class StreamReader[M](Reader[M]):
             or state["count"] < 0
         ):
             raise fail(self.fmt, None, "not a reader state of this format", field="state")
-        self._state = self.taken(copied(state))
+        taken = self.taken(copied(state))
+        # A value of another kind where the fresh state holds a map, a list or a text (an
+        # edited state's) is refused here, not by the read that would trip on it.
+        for key, value in fresh.items():
+            if isinstance(value, dict | list | str) and type(taken[key]) is not type(value):
+                raise fail(
+                    self.fmt, None, f"not a reader state of this format ({key})", field="state"
+                )
+        self._state = taken
 
     def taken(self, state: ReaderState) -> ReaderState:
         """Return ``state`` (a copy ``setstate`` took, its keys checked) as this reader holds it.

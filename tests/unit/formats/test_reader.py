@@ -100,6 +100,21 @@ class TestReader:
     @pytest.mark.parametrize(
         "fmt", [OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI, BEDROCK_CONVERSE]
     )
+    def test_a_state_holding_a_value_of_another_kind_is_refused_by_setstate(
+        self, fmt: Format[Any]
+    ) -> None:
+        """Where a fresh state holds a map, a list or a text, a number there is refused as the
+        state is set, not by the read that would trip on it."""
+        fresh = fmt.reader().getstate()
+        kinds = [key for key, value in fresh.items() if isinstance(value, dict | list | str)]
+        assert kinds
+        for key in kinds:
+            with pytest.raises(ValidationError, match="not a reader state"):
+                fmt.reader().setstate({**fresh, key: 1})
+
+    @pytest.mark.parametrize(
+        "fmt", [OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI, BEDROCK_CONVERSE]
+    )
     @pytest.mark.parametrize("state", [None, [], {"count": -1}, {"count": True}, {"count": 0}])
     def test_a_value_that_is_not_its_state_is_refused(self, fmt: Format[Any], state: Any) -> None:
         with pytest.raises(ValidationError, match="not a reader state"):
