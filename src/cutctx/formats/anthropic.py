@@ -304,6 +304,25 @@ def count_tokens(
     return ANTHROPIC.count_tokens(messages, estimator=estimator, system=system)
 
 
+def _is_filler(content: object) -> bool:
+    """Whether a user message's ``content`` is a filler the format put in.
+
+    That is ``FILLER_TEXT``, or it as one text block (the form a cache breakpoint on it takes,
+    ``cache_control`` and all).
+    """
+    if content == FILLER_TEXT:
+        return True
+    if not isinstance(content, list | tuple) or len(content) != 1:
+        return False
+    block = content[0]
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and block.get("text") == FILLER_TEXT
+        and block.keys() <= {"type", "text", "cache_control"}
+    )
+
+
 def _reserve(pricer: Pricer) -> int:
     """Return the price of the filler message (reserved where one may be needed)."""
     return pricer.framing + pricer.text(FILLER_TEXT)
@@ -480,7 +499,7 @@ def _user(  # noqa: PLR0917 - one private call site
     result may follow in the run).
     """
     turn_id = f"m{index}"
-    if content == FILLER_TEXT:  # a filler the format put in: its price is reserved elsewhere
+    if _is_filler(content):  # a filler the format put in: its price is reserved elsewhere
         out.whole(TranscriptTurn(turn_id, Role.USER, "", 0), index)
         return set(), True
     if not isinstance(content, list | tuple):

@@ -11,6 +11,7 @@ import tiktoken
 from baseaicore import ValidationError
 
 from cutctx import (
+    CharRatioEstimator,
     CompactionBudget,
     CompactionExecutor,
     ContextWindow,
@@ -23,6 +24,7 @@ from cutctx import (
 )
 from cutctx.formats import anthropic
 from cutctx.formats._common import SUMMARY_LABEL
+from cutctx.formats.anthropic import FILLER_TEXT
 from cutctx.formats.testing import check_format
 from tests.format_validators import (
     anthropic_problems,
@@ -797,3 +799,79 @@ def test_the_conformance_kit_passes_runs_and_system_messages_read_in_any_split()
     boundary), renders, summaries and masks of a Claude Code-shaped history."""
     history = [item for chunk in claude_code_steps(12, seed=3) for item in chunk]
     check_format(anthropic.ANTHROPIC, [history], system="Be brief.", estimator=CL100K)
+
+
+class TestFillerWithACacheBreakpoint:
+    """A filler the window put in costs nothing beyond its reserve, in either of its forms."""
+
+    @pytest.mark.parametrize(
+        "block",
+        [
+            {"type": "text", "text": anthropic.FILLER_TEXT},
+            {"type": "text", "text": anthropic.FILLER_TEXT, "cache_control": {"type": "ephemeral"}},
+        ],
+    )
+    def test_a_filler_as_one_text_block_is_priced_as_the_filler(
+        self, block: dict[str, Any]
+    ) -> None:
+        tail = [
+            {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+            {"role": "user", "content": "next"},
+        ]
+        as_text = anthropic.count_tokens([FILLER, *tail], estimator=CharRatioEstimator())
+        as_block = [{"role": "user", "content": [block]}, *tail]
+        assert anthropic.count_tokens(as_block, estimator=CharRatioEstimator()) == as_text
+
+    def test_a_user_block_with_other_keys_is_a_message_of_its_own(self) -> None:
+        block = {"type": "text", "text": anthropic.FILLER_TEXT, "citations": []}
+        message = [{"role": "user", "content": [block]}]
+        bare = anthropic.count_tokens([FILLER], estimator=CharRatioEstimator())
+        assert anthropic.count_tokens(message, estimator=CharRatioEstimator()) > bare
+
+    def test_a_window_with_cache_breakpoints_is_never_over_max_tokens_by_count_tokens(
+        self,
+    ) -> None:
+        """A cut that opens the request with a filler, which the window's breakpoint turns into
+        a block: count_tokens priced that filler again, on top of its reserve (303 over 300
+        here; a property test's example reached 311)."""
+        system = "[1] lorem ipsum dolor si."
+        window = ContextWindow(
+            "anthropic", max_tokens=300, compact_at=240, compact_to=72, keep_first=0,
+            protected_recent_turns=1, keep_recent_results=0, system=system,
+            estimator=CL100K, cache_breakpoints=True,
+        )  # fmt: skip
+        history: list[dict[str, Any]] = [{"role": "user", "content": "[2] lorem ipsu."}]
+        opened_by_a_marked_filler = False
+        for step in range(16):
+            call = f"toolu_{step}"
+            result = [{"type": "text", "text": f"[{step}] lorem ipsum dolor si."}]
+            history += [
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": call,
+                            "name": "read_file",
+                            "input": {"path": call},
+                        }
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": call,
+                            "content": result,
+                            "is_error": True,
+                        }
+                    ],
+                },
+            ]
+            request = window.prepare(history)
+            first = request[0]["content"]
+            opened_by_a_marked_filler |= isinstance(first, list) and first[0]["text"] == FILLER_TEXT
+            cost = anthropic.count_tokens(request, estimator=CL100K, system=system)
+            assert cost <= 300, f"step {step}: {cost}"
+        assert opened_by_a_marked_filler
