@@ -814,12 +814,12 @@ class TestFillerWithACacheBreakpoint:
     def test_a_filler_as_one_text_block_is_priced_as_the_filler(
         self, block: dict[str, Any]
     ) -> None:
-        tail = [
+        tail: list[dict[str, Any]] = [
             {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
             {"role": "user", "content": "next"},
         ]
         as_text = anthropic.count_tokens([FILLER, *tail], estimator=CharRatioEstimator())
-        as_block = [{"role": "user", "content": [block]}, *tail]
+        as_block: list[dict[str, Any]] = [{"role": "user", "content": [block]}, *tail]
         assert anthropic.count_tokens(as_block, estimator=CharRatioEstimator()) == as_text
 
     def test_a_user_block_with_other_keys_is_a_message_of_its_own(self) -> None:
