@@ -223,6 +223,22 @@ def price(session: ss.Session, setup: Setup, request: list[dict[str, Any]]) -> i
     return cost
 
 
+def fixed(session: ss.Session, setup: Setup, step: int) -> int:
+    """What the fixed turns of the history at ``step`` cost (the request's overhead, the system
+    prompt and the pinned first messages), as the window reads them from the history."""
+    fmt = resolve(session.format)
+    history = session.messages[: session.lengths()[step]]
+    transcript, binding = fmt.to_transcript(
+        history, estimator=setup.estimator, system=session.system
+    )
+    transcript = pin_first_messages(transcript, binding, setup.keep_first)
+    budget = CompactionBudget(setup.max_tokens, setup.protected_recent_turns)
+    flags = layout(transcript, budget).fixed
+    return transcript.request_tokens + sum(
+        turn.token_estimate for turn, flag in zip(transcript.turns, flags, strict=True) if flag
+    )
+
+
 def untouchable(session: ss.Session, setup: Setup, request: list[dict[str, Any]]) -> int:
     """What the untouchable part of ``request`` costs: the system, pinned and protected turns.
 
@@ -536,9 +552,14 @@ class TestContextWindowProperties:
             if not trace.compacted(step):
                 cost = price(session, setup, request)
                 # A small window (its untouchable part alone over compact_to; with summaries,
-                # over compact_at) sends every message that fits under max_tokens.
+                # over compact_at; without, from the default of version 4 on, also its fixed
+                # turns taking max_tokens - compact_at or more) sends every message that fits
+                # under max_tokens.
                 limit = threshold if setup.summarized else setup.tokens(setup.compact_to)
-                small = untouchable(session, setup, request) > limit
+                small = untouchable(session, setup, request) > limit or (
+                    not setup.summarized
+                    and fixed(session, setup, step) >= setup.max_tokens - threshold
+                )
                 assert cost <= (setup.max_tokens if small else threshold), f"step {step}"
             elif step and session.format == "openai_chat":
                 grown = (
@@ -586,13 +607,13 @@ class TestContextWindowProperties:
             aim = top
             to = setup.tokens(setup.compact_to)
             if not setup.summarized and cost > to:  # a small window's cut aims lower
-                read, read_binding = fmt.to_transcript(
-                    request, estimator=setup.estimator, system=session.system
-                )
-                read = pin_first_messages(read, read_binding, setup.keep_first)
-                fixed = read.request_tokens + sum(
+                # The fixed turns are the history's (its pinned first messages), as the window
+                # reads them: the request may have merged the pinned task with the last message.
+                fixed = transcript.request_tokens + sum(
                     turn.token_estimate
-                    for turn, flag in zip(read.turns, layout(read, budget).fixed, strict=True)
+                    for turn, flag in zip(
+                        transcript.turns, layout(transcript, budget).fixed, strict=True
+                    )
                     if flag
                 )
                 aim = max(cost, fixed + (top - fixed) * to // setup.max_tokens)
