@@ -22,13 +22,13 @@ from cutctx.formats._common import (
     system_text,
     system_turn,
 )
-from cutctx.formats._reader import Reader, Scanned
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from cutctx._core.protocols import TokenEstimator
     from cutctx._core.report import CompactedTranscript
+    from cutctx.formats._reader import Reader
 
 __all__ = ["Format", "Presentation", "Rendered", "WindowHooks", "hooks_of", "presentation_of"]
 
@@ -77,43 +77,11 @@ class Format[M](ABC):
 
         ``priority(index, message)`` and ``pin(index, message)``, called with history indices,
         mark the turns as a message's ``priority``/``sticky`` keys do. Every format implements
-        this (or, before 0.1.1, ``scan``: such a format is read by ``LegacyReader``, whose
-        state cannot carry what spans a chunk's boundary).
+        this.
 
         .. versionadded:: 0.1.1
         """
-        if type(self).scan is Format.scan:
-            raise NotImplementedError(f"{type(self).__name__} must implement reader()")
-        return LegacyReader(
-            self, estimator=self.pricer(estimator).estimator, priority=priority, pin=pin
-        )
-
-    def scan(
-        self,
-        messages: Sequence[M],
-        *,
-        estimator: TokenEstimator,
-        offset: int = 0,
-        follows: M | None = None,
-        priority: Callable[[int, dict[str, Any]], int] | None = None,
-        pin: Callable[[int, dict[str, Any]], bool] | None = None,
-    ) -> Scanned[M]:
-        """Read ``messages`` as a whole history whose indices start at ``offset``.
-
-        Kept for formats written before 0.1.1 and their callers; ``reader`` replaces it
-        (``follows`` is ignored by the built-in formats: a reader carries its state instead).
-
-        .. deprecated:: 0.1.1
-           Use ``reader()``.
-        """
-        del follows
-        reader = self.reader(estimator=estimator, priority=priority, pin=pin)
-        if offset:
-            start = getattr(reader, "start", None)  # the built-in readers can start at an index
-            if not callable(start):
-                raise NotImplementedError(f"{type(self).__name__}.scan takes no offset")
-            start(offset)
-        return reader.read(messages, final=True)
+        raise NotImplementedError(f"{type(self).__name__} must implement reader()")
 
     @abstractmethod
     def render(self, view: Transcript | CompactedTranscript, binding: Binding[M]) -> Rendered[M]:
@@ -300,50 +268,3 @@ def hooks_of[M](fmt: Format[M]) -> WindowHooks[M]:
 def presentation_of(fmt: Format[Any]) -> Presentation:
     """Return ``fmt``'s command-line presentation: its own if it derives from ``Presentation``."""
     return fmt if isinstance(fmt, Presentation) else _PRESENTATION
-
-
-class LegacyReader[M](Reader[M]):
-    """Reads a format that implements only ``scan`` (written before ``reader`` existed).
-
-    Each chunk is scanned on its own (``offset`` and ``follows`` given), so only the rules
-    within a chunk hold; its state is how many messages it has read.
-    """
-
-    __slots__ = ("_count", "_estimator", "_fmt", "_follows", "_pin", "_priority")
-
-    def __init__(
-        self,
-        fmt: Format[M],
-        *,
-        estimator: TokenEstimator,
-        priority: Callable[[int, dict[str, Any]], int] | None,
-        pin: Callable[[int, dict[str, Any]], bool] | None,
-    ) -> None:
-        self._fmt, self._estimator = fmt, estimator
-        self._priority, self._pin = priority, pin
-        self._count = 0
-        self._follows: M | None = None
-
-    def read(self, messages: Sequence[M], *, final: bool = False) -> Scanned[M]:
-        del final
-        read = self._fmt.scan(
-            messages,
-            estimator=self._estimator,
-            offset=self._count,
-            follows=self._follows,
-            priority=self._priority,
-            pin=self._pin,
-        )
-        self._count += len(read.sent)
-        if read.sent:
-            self._follows = messages[len(read.sent) - 1]
-        return read
-
-    def getstate(self) -> dict[str, Any]:
-        return {"count": self._count}
-
-    def setstate(self, state: dict[str, Any]) -> None:
-        self._count, self._follows = int(state["count"]), None
-
-    def reset(self) -> None:
-        self._count, self._follows = 0, None

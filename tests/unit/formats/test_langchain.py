@@ -77,9 +77,11 @@ class TestLangChainFormat:
         human: Any = weather()[1]
         assert presentation_of(lc.LANGCHAIN).pieces(human, estimator=WORDS, tokens=0) == ([], 0)
 
-    def test_a_scan_after_offset_messages_counts_history_indices(self) -> None:
+    def test_a_reader_started_after_offset_messages_counts_history_indices(self) -> None:
         messages = weather()
-        read = lc.LANGCHAIN.scan(messages[5:], estimator=WORDS, offset=5)
+        reader = lc.LANGCHAIN.reader(estimator=WORDS)
+        reader.start(5)  # type: ignore[attr-defined]
+        read = reader.read(messages[5:], final=True)
         assert [turn.turn_id for turn in read.turns] == ["m5"]
         assert read.parts["m5"].index == 5
         assert read.originals[0] is messages[5]

@@ -251,9 +251,9 @@ class TestReadObservations:
         )
         split = []
         for start, end in ((0, 3), (3, len(history))):
-            read = openai_chat.OPENAI_CHAT.scan(
-                history[start:end], estimator=binding.estimator, offset=start
-            )
+            reader = openai_chat.OPENAI_CHAT.reader(estimator=binding.estimator)
+            reader.start(start)  # type: ignore[attr-defined]
+            read = reader.read(history[start:end], final=True)
             turns, _ = read_observations(
                 "openai_chat", read.turns, read.parts, read.sent, mark, offset=start
             )

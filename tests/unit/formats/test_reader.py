@@ -16,9 +16,7 @@ from cutctx.formats import (
     OPENAI_CHAT,
     OPENAI_RESPONSES,
     Format,
-    Reader,
     Rendered,
-    Scanned,
 )
 from cutctx.formats.langchain import LANGCHAIN
 from tests.unit.formats.helpers import WORDS
@@ -38,20 +36,6 @@ ANTHROPIC_CALL: list[dict[str, Any]] = [
     {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "ls", "input": {}}]},
     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "a b"}]},
 ]
-
-
-class ScanOnly(Format[Any]):
-    """A format written against 0.1.0: ``scan`` and ``render`` only (it delegates to Chat)."""
-
-    @property
-    def name(self) -> str:
-        return "openai_chat"
-
-    def scan(self, messages: Any, **options: Any) -> Scanned[Any]:
-        return OPENAI_CHAT.scan(messages, **options)
-
-    def render(self, view: Any, binding: Any) -> Rendered[Any]:
-        return OPENAI_CHAT.render(view, binding)
 
 
 class Nothing(Format[Any]):
@@ -133,30 +117,13 @@ class TestReader:
             OPENAI_CHAT.reader().read("hi")  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("fmt", [OPENAI_CHAT, LANGCHAIN])
-    def test_scan_with_an_offset_reads_indices_from_it(self, fmt: Format[Any]) -> None:
+    def test_a_reader_started_at_an_offset_reads_indices_from_it(self, fmt: Format[Any]) -> None:
         messages = CHAT[:1] if fmt is OPENAI_CHAT else [HumanMessage("look")]
-        read = fmt.scan(messages, estimator=OPENAI_CHAT.pricer(None).estimator, offset=4)
+        reader = fmt.reader(estimator=OPENAI_CHAT.pricer(None).estimator)
+        reader.start(4)  # type: ignore[attr-defined]
+        read = reader.read(messages, final=True)
         assert [turn.turn_id for turn in read.turns] == ["m4"]
         assert read.parts["m4"].index == 4
-
-    def test_scan_with_an_offset_over_a_reader_that_cannot_start_there_says_so(self) -> None:
-        """A format whose reader has no ``start`` (a format of 0.1.0, read by ``scan``
-        through ``LegacyReader``) is read whole or not at all."""
-
-        class Delegating(Format[Any]):
-            @property
-            def name(self) -> str:
-                return "openai_chat"
-
-            def reader(self, **options: Any) -> Reader[Any]:
-                return ScanOnly().reader(**options)
-
-            def render(self, view: Any, binding: Any) -> Rendered[Any]:
-                raise NotImplementedError
-
-        with pytest.raises(NotImplementedError, match="takes no offset"):
-            Delegating().scan(CHAT[:1], estimator=OPENAI_CHAT.pricer(None).estimator, offset=1)
-        assert len(Delegating().scan(CHAT, estimator=OPENAI_CHAT.pricer(None).estimator).turns) == 3
 
 
 CUT_OFF: list[tuple[Format[Any], Any, dict[str, Any], str]] = [
@@ -203,21 +170,7 @@ class TestChunks:
         assert caught.value.details["index"] == 1
 
 
-class TestLegacyReader:
-    def test_a_format_that_implements_scan_is_read_chunk_by_chunk(self) -> None:
-        fmt = ScanOnly()
-        reader = fmt.reader()
-        first = reader.read(CHAT[:1])
-        rest = reader.read(CHAT[1:], final=True)
-        assert [t.turn_id for t in (*first.turns, *rest.turns)] == ["m0", "m1", "m2"]
-        assert reader.getstate() == {"count": 3}
-        reader.setstate({"count": 1})
-        assert reader.read(CHAT[1:]).turns[0].turn_id == "m1"
-        reader.reset()
-        assert reader.getstate() == {"count": 0}
-        transcript, _ = fmt.to_transcript(CHAT)
-        assert transcript.turn_ids() == ("m0", "m1", "m2")
-
-    def test_a_format_with_neither_reader_nor_scan_says_so(self) -> None:
+class TestAFormatWithoutAReader:
+    def test_a_format_without_a_reader_says_so(self) -> None:
         with pytest.raises(NotImplementedError, match="must implement reader"):
             Nothing().reader()
