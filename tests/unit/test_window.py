@@ -1653,9 +1653,9 @@ class TestMessagesDefaultVersions:
         assert masked["v2"] < masked["v1"]  # the recent results stay whole more often
 
 
-def small_window_history(steps: int) -> list[dict[str, Any]]:
-    """A history whose last two exchanges (the protected tail) pass half of a 1 000 window."""
-    history: list[dict[str, Any]] = [{"role": "user", "content": "task " + "t" * 100}]
+def tool_history(head: list[dict[str, Any]], steps: int, size: int) -> list[dict[str, Any]]:
+    """``head``, then ``steps`` exchanges of one tool call and a result of ``size`` characters."""
+    history = list(head)
     for step in range(steps):
         call = f"call_{step}"
         history.append(
@@ -1667,29 +1667,22 @@ def small_window_history(steps: int) -> list[dict[str, Any]]:
                 ],
             }
         )
-        history.append({"role": "tool", "tool_call_id": call, "content": f"{step} " + "r" * 996})
+        history.append({"role": "tool", "tool_call_id": call, "content": f"{step} " + "r" * size})
     return history
+
+
+def small_window_history(steps: int) -> list[dict[str, Any]]:
+    """A history whose last two exchanges (the protected tail) pass half of a 1 000 window."""
+    return tool_history([{"role": "user", "content": "task " + "t" * 100}], steps, 996)
 
 
 def fixed_share_history(steps: int) -> list[dict[str, Any]]:
     """A system prompt of about a third of a 2 000 window, a task, then small tool exchanges."""
-    history: list[dict[str, Any]] = [
+    head = [
         {"role": "system", "content": "policy " + "p" * 2_400},
         {"role": "user", "content": "task " + "t" * 100},
     ]
-    for step in range(steps):
-        call = f"call_{step}"
-        history.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {"id": call, "type": "function", "function": {"name": "sh", "arguments": "{}"}}
-                ],
-            }
-        )
-        history.append({"role": "tool", "tool_call_id": call, "content": f"{step} " + "r" * 196})
-    return history
+    return tool_history(head, steps, 196)
 
 
 class TestSmallWindowCuts:

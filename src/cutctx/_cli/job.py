@@ -154,6 +154,7 @@ class Job:
     plan: CompactionPlan | None
 
     @classmethod
+    @pricing_once()  # a large result is priced reading it, and again to excerpt it: once
     def prepare(cls, conversation: Conversation, settings: Settings, *, plan: bool = True) -> Job:
         """Price the conversation and (with ``plan``) plan it.
 
@@ -161,29 +162,28 @@ class Job:
             ValidationError: for malformed messages or a bad budget.
             BudgetUnsatisfiable: when the untouchable turns alone exceed the budget.
         """
-        with pricing_once():  # a large result is priced reading it, and again to excerpt it
-            estimator = load_tokenizer(settings.tokenizer)
-            fmt = conversation.format
-            transcript, binding = fmt.to_transcript(
-                conversation.messages, estimator=estimator, system=conversation.system
-            )
-            # As compact_messages: the transcript keeps the request's overhead as its
-            # request_tokens, so its estimate is the format's count_tokens and the plan is held
-            # to max_tokens.
-            transcript = pin_first_messages(transcript, binding, settings.keep_first)
-            budget = CompactionBudget(
-                cut_budget(transcript, settings.max_tokens, default=settings.tokenizer == "text"),
-                settings.protected_recent_turns,
-                max_result_tokens=settings.max_result_tokens,
-            )
-            policy = build_policy(
-                settings.policy,
-                estimator,
-                transcript,
-                max_result_tokens=settings.max_result_tokens,
-            )
-            made = cls(conversation, settings, estimator, transcript, binding, budget, policy, None)
-            return made.planned() if plan else made
+        estimator = load_tokenizer(settings.tokenizer)
+        fmt = conversation.format
+        transcript, binding = fmt.to_transcript(
+            conversation.messages, estimator=estimator, system=conversation.system
+        )
+        # As compact_messages: the transcript keeps the request's overhead as its
+        # request_tokens, so its estimate is the format's count_tokens and the plan is held
+        # to max_tokens.
+        transcript = pin_first_messages(transcript, binding, settings.keep_first)
+        budget = CompactionBudget(
+            cut_budget(transcript, settings.max_tokens, default=settings.tokenizer == "text"),
+            settings.protected_recent_turns,
+            max_result_tokens=settings.max_result_tokens,
+        )
+        policy = build_policy(
+            settings.policy,
+            estimator,
+            transcript,
+            max_result_tokens=settings.max_result_tokens,
+        )
+        made = cls(conversation, settings, estimator, transcript, binding, budget, policy, None)
+        return made.planned() if plan else made
 
     def planned(self) -> Job:
         """Return this job with its plan (the conversation is priced already).

@@ -216,6 +216,23 @@ def _estimate_1(text: str) -> int:
     total = 0.0
     probe = text.encode("utf-8", "surrogatepass").translate(_ALNUM)
     runs = _RUNS.findall(text) if _SIXTEEN in probe else None
+    text, total = _runs_and_scripts(text, total, runs, _SCRIPTS, _SCRIPT_RULES)
+    return max(0, math.ceil(_ascii(text, total)))
+
+
+def _runs_and_scripts(
+    text: str,
+    total: float,
+    runs: list[tuple[str, str]] | None,
+    scripts: tuple[re.Pattern[str], ...],
+    rules: tuple[tuple[float, float], ...],
+) -> tuple[str, float]:
+    """Return ``text`` without its priced pieces, and ``total`` with their prices added.
+
+    The pieces: the hex and base64 ``runs`` found in it, its rare CJK and Hangul characters, and
+    the runs of each of ``scripts`` (each priced by its rule in ``rules``). Both versions' rules
+    share this part; version 2 then prices symbols.
+    """
     if runs:
         hexes, base64s = zip(*runs, strict=True)
         total += _price(_HEX_RULE, hexes) + _price(_BASE64_RULE, base64s)
@@ -224,11 +241,11 @@ def _estimate_1(text: str) -> int:
         rare = _CJK.subn("", text)[1] - _CJK_COMMON.subn("", text)[1]
         rare_hangul = _HANGUL.subn("", text)[1] - _HANGUL_COMMON.subn("", text)[1]
         total += _RARE_CJK * rare + _RARE_HANGUL * rare_hangul
-        for pattern, (per_piece, per_char) in zip(_SCRIPTS, _SCRIPT_RULES, strict=True):
+        for pattern, (per_piece, per_char) in zip(scripts, rules, strict=True):
             rest, pieces = pattern.subn(" ", text)
             total += per_piece * pieces + per_char * (len(text) - len(rest) + pieces)
             text = rest
-    return max(0, math.ceil(_ascii(text, total)))
+    return text, total
 
 
 _LONG: Final = 32_768
@@ -322,18 +339,8 @@ class _Marked(NamedTuple):
             text = _REPEATED_ALNUM.sub(found, text)
             runs = _RUNS.findall(text)
         total += found.total
-        if runs:
-            hexes, base64s = zip(*runs, strict=True)
-            total += _price(_HEX_RULE, hexes) + _price(_BASE64_RULE, base64s)
-            text = _RUNS.sub(" ", text)
-        if not text.isascii():
-            rare = _CJK.subn("", text)[1] - _CJK_COMMON.subn("", text)[1]
-            rare_hangul = _HANGUL.subn("", text)[1] - _HANGUL_COMMON.subn("", text)[1]
-            total += _RARE_CJK * rare + _RARE_HANGUL * rare_hangul
-            for pattern, (per_piece, per_char) in zip(_SCRIPTS_2, _SCRIPT_RULES_2, strict=True):
-                rest, pieces = pattern.subn(" ", text)
-                total += per_piece * pieces + per_char * (len(text) - len(rest) + pieces)
-                text = rest
+        text, total = _runs_and_scripts(text, total, runs, _SCRIPTS_2, _SCRIPT_RULES_2)
+        if not text.isascii():  # (what the script passes left ASCII holds no symbol either)
             rest, symbols = _SYMBOL.subn("\r", text)
             if symbols:
                 found_symbols = "".join(_SYMBOL.findall(text))  # the passes below read them alone

@@ -173,12 +173,11 @@ def compact_messages[M](
        ``format`` may be a ``Format``; an async ``summarize`` is refused; ``max_result_tokens``
        (a fraction or a token count); ``observation``.
     """
-    with pricing_once():  # a large result is priced reading it, and again to excerpt it
-        job = _Job.of(
-            messages, max_tokens, format, system, policy, summarize, estimator,
-            protected_recent_turns, keep_first, keep_recent_results, priority, pin,
-            max_result_tokens, observation,
-        )  # fmt: skip
+    job = _Job.of(
+        messages, max_tokens, format, system, policy, summarize, estimator,
+        protected_recent_turns, keep_first, keep_recent_results, priority, pin,
+        max_result_tokens, observation,
+    )  # fmt: skip
     texts = fulfil(
         job.calls(), job.summarize, owner="compact_messages", instead="acompact_messages(...)"
     )
@@ -220,12 +219,11 @@ async def acompact_messages[M](
 
     .. versionadded:: 0.1.1
     """
-    with pricing_once():  # a large result is priced reading it, and again to excerpt it
-        job = _Job.of(
-            messages, max_tokens, format, system, policy, summarize, estimator,
-            protected_recent_turns, keep_first, keep_recent_results, priority, pin,
-            max_result_tokens, observation,
-        )  # fmt: skip
+    job = _Job.of(
+        messages, max_tokens, format, system, policy, summarize, estimator,
+        protected_recent_turns, keep_first, keep_recent_results, priority, pin,
+        max_result_tokens, observation,
+    )  # fmt: skip
     texts = await afulfil(job.calls(), job.summarize, owner="compact_messages")
     return cast("CompactedMessages[M]", job.finish(texts))
 
@@ -243,6 +241,7 @@ class _Job:
     max_tokens: int
 
     @classmethod
+    @pricing_once()  # a large result is priced reading it, and again to excerpt it: once
     def of(  # noqa: PLR0917 - compact_messages' arguments, in its order
         cls,
         messages: object,
